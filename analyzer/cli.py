@@ -1,0 +1,65 @@
+"""The ``analyze`` command line: it parses options and calls the library, nothing more.
+
+``analyze FILES...`` is short for ``analyze run FILES...``: the main job.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .errors import AnalyzerError, ExitCode
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="Log analytics and incident classification for LLM proxies fronting GLM on vLLM.\n\n"
+    "`analyze FILES...` ingests proxy logs into DuckDB, classifies every turn and prints the sizing.",
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Log analytics and incident classification for LLM proxies fronting GLM on vLLM."""
+
+
+@app.command("run")
+def run_cmd(
+    files: List[str] = typer.Argument(..., help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz)."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of quarantining it."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="Only these models in the summary (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only turns at or after this time (ISO 8601, UTC)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Only turns before this time (ISO 8601, UTC)."),
+    metrics: Optional[List[str]] = typer.Option(None, "--metrics", help="Prometheus exports, scrapes or CSV files (repeatable)."),
+    wedge_window: str = typer.Option("5m", "--wedge-window", help="A flat generation counter this long with demand is a wedge."),
+) -> None:
+    """Ingest logs, classify every turn and print the sizing of each failure class."""
+    from .pipeline import run_main_job
+
+    run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
+                 since=since, until=until, metrics=metrics, wedge_window=wedge_window)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``analyze`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    first = next((a for a in args if not a.startswith("-")), None)
+    if first is not None and first not in commands and "--help" not in args[: args.index(first)]:
+        args.insert(0, "run")  # `analyze FILES...` is the main job
+    try:
+        app(args=args, prog_name="analyze", standalone_mode=True)
+    except AnalyzerError as err:
+        print(f"analyze: error: {err}", file=sys.stderr)
+        raise SystemExit(int(err.exit_code))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,64 @@
+"""The extra fields a proxy adds to its response record, so new logs need no inference."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .classify import decide
+from .features import answer_summary, features_from_exchange, has_tool_history, requested_max_tokens
+from .ladder import LadderResult
+
+#: Bumped when the shape of :func:`log_fields` changes; the analyzer reads it.
+LOG_FIELDS_VERSION = 1
+
+
+def log_fields(
+    payload: Mapping[str, Any],
+    status: int | None,
+    body: Any,
+    ladder: LadderResult | None = None,
+    *,
+    error: BaseException | str | None = None,
+) -> dict[str, Any]:
+    """The fields to merge into the proxy's response record for one turn.
+
+    ``status``/``body``/``error`` describe the answer passed on to the client (the
+    proxy's own ``has_content``, ``tokens`` etc. describe the same answer). With a
+    ``ladder`` result, ``incident_class`` is the class of the *original* answer —
+    the incident that happened — and ``ladder`` holds every attempt, so "5xx with
+    tool history, recovered at rung k" reads apart from "every rung failed".
+
+    Shape (every key always present; JSON-serializable)::
+
+        log_fields_version  int
+        upstream_status     int | null   HTTP status of the answer passed on
+        finish_reason       str | null   its finish_reason
+        max_tokens          int | null   the cap the client asked for
+        thinking_token_budget int | null as sent by the client
+        tool_history        bool         tool messages/calls anywhere in the prompt
+        incident_class      str          class of the original answer
+        final_class         str          class of the answer passed on
+        ladder              object | null  {trigger, outcome, recovered_at,
+                                            attempts: [{rung, status, incident_class,
+                                            latency_ms, finish_reason, prompt_tokens,
+                                            completion_tokens, error}]}
+    """
+    final = features_from_exchange(payload, status, body, error)
+    final_class = decide(final).incident_class
+    if ladder is not None and ladder.attempts:
+        incident_class = ladder.attempts[0].incident_class
+    else:
+        incident_class = final_class
+    summary = answer_summary(body) if status is not None and 200 <= status < 300 else {}
+    budget = payload.get("thinking_token_budget")
+    return {
+        "log_fields_version": LOG_FIELDS_VERSION,
+        "upstream_status": status,
+        "finish_reason": summary.get("finish_reason"),
+        "max_tokens": requested_max_tokens(payload),
+        "thinking_token_budget": budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+        "tool_history": has_tool_history(payload.get("messages")),
+        "incident_class": incident_class,
+        "final_class": final_class,
+        "ladder": ladder.to_log() if ladder is not None else None,
+    }

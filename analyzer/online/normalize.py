@@ -1,0 +1,161 @@
+"""The request normalizer: thinking keys, the thinking-budget contract, stop reasons."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+# Chat-template keys that switch thinking on/off, per model family. GLM gets both
+# keys because GLM/vLLM template revisions disagree about which one they read
+# (seed 000): sending both is a no-op when the current key is the right one.
+THINKING_KEYS: dict[str, tuple[str, ...]] = {
+    "glm": ("enable_thinking", "thinking"),
+    "qwen": ("enable_thinking",),
+    "deepseek": ("thinking",),
+    "kimi": ("thinking",),
+}
+# Families whose template drops earlier turns' reasoning unless told not to.
+CLEAR_THINKING_FAMILIES = frozenset({"glm"})
+
+# Tokens a budgeted answer spends beyond the thinking span: the forced </think>
+# marker and the terminal stop token (seed 003's audited GLM-5.2 layout).
+BUDGET_OVERHEAD_TOKENS = 2
+
+
+class ThinkingBudgetError(ValueError):
+    """A ``thinking_token_budget`` (or its ``max_tokens``) the contract rejects.
+
+    Raised before any model call. ``field`` names the offending request field and
+    ``value`` holds what was sent.
+    """
+
+    def __init__(self, field: str, value: Any, reason: str):
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{field}={value!r} rejected: {reason}")
+
+
+def thinking_family(model: str, families: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
+    """The thinking-key family of a model name (``glm-5`` -> ``glm``), or None."""
+    table = THINKING_KEYS if families is None else families
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    for family in table:
+        if name.startswith(family) or f"-{family}" in name or f"_{family}" in name:
+            return family
+    return None
+
+
+def normalize_thinking(
+    payload: Mapping[str, Any],
+    model: str,
+    enabled: bool | None,
+    *,
+    families: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """Return a payload whose ``chat_template_kwargs`` switch thinking as asked.
+
+    GLM gets ``enable_thinking`` and ``thinking`` set to the same value, plus
+    ``clear_thinking: false`` when enabled; other families get their own key from
+    ``families`` (default :data:`THINKING_KEYS`; pass a dict to extend it). With
+    ``enabled=None`` (the client did not ask) or an unknown family, the payload's
+    thinking settings are left as they are. The input is never mutated.
+    """
+    out = dict(payload)
+    if enabled is None:
+        return out
+    table = THINKING_KEYS if families is None else families
+    family = thinking_family(model, table)
+    if family is None:
+        return out
+    kwargs = dict(payload.get("chat_template_kwargs") or {})
+    for key in table[family]:
+        kwargs[key] = bool(enabled)
+    if family in CLEAR_THINKING_FAMILIES:
+        if enabled:
+            kwargs["clear_thinking"] = False
+        else:
+            kwargs.pop("clear_thinking", None)
+    out["chat_template_kwargs"] = kwargs
+    return out
+
+
+def _is_int(v: Any) -> bool:
+    # bool is an int subclass in Python, but true/false are not token counts.
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_thinking_budget(
+    budget: Any,
+    max_tokens: Any = None,
+    answer_reserve: int = 0,
+    *,
+    max_budget: int | None = None,
+) -> int | None:
+    """Check a ``thinking_token_budget`` against the seed-003 contract.
+
+    Returns the normalized budget: None for "no budget" (absent, null or -1),
+    otherwise the integer itself (0 is a valid budget; -1 never becomes 0).
+
+    Raises:
+        ThinkingBudgetError: for other negatives, floats, booleans, strings, a
+            budget above ``max_budget`` or ``max_tokens``, or a budget that leaves
+            fewer than ``answer_reserve`` tokens for the visible answer
+            (``max_tokens - budget - 2``: the end marker and the stop token).
+    """
+    if budget is None or (_is_int(budget) and budget == -1):
+        return None
+    if not _is_int(budget):
+        kind = type(budget).__name__
+        raise ThinkingBudgetError("thinking_token_budget", budget, f"must be an integer, -1 or null, not {kind}")
+    if budget < 0:
+        raise ThinkingBudgetError("thinking_token_budget", budget, "negative values other than -1 are invalid")
+    if max_budget is not None and budget > max_budget:
+        raise ThinkingBudgetError("thinking_token_budget", budget, f"exceeds this service's limit of {max_budget}")
+    if max_tokens is None:
+        return budget
+    if not _is_int(max_tokens) or max_tokens <= 0:
+        raise ThinkingBudgetError("max_tokens", max_tokens, "must be a positive integer")
+    if budget > max_tokens:
+        raise ThinkingBudgetError(
+            "thinking_token_budget", budget, f"is larger than max_tokens={max_tokens}"
+        )
+    capacity = max_tokens - budget - BUDGET_OVERHEAD_TOKENS
+    if capacity < answer_reserve:
+        raise ThinkingBudgetError(
+            "thinking_token_budget",
+            budget,
+            f"leaves {max(capacity, 0)} tokens for the answer with max_tokens={max_tokens} "
+            f"(minus {BUDGET_OVERHEAD_TOKENS} for the end marker and stop token), "
+            f"below the required answer reserve of {answer_reserve}",
+        )
+    return budget
+
+
+def answer_capacity(max_tokens: int, budget: int) -> int:
+    """Visible-answer tokens left by a budget: ``max(0, max_tokens - budget - 2)``."""
+    return max(0, max_tokens - budget - BUDGET_OVERHEAD_TOKENS)
+
+
+# OpenAI finish_reason -> Anthropic stop_reason.
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+def anthropic_stop_reason(finish_reason: str | None, saw_tool_calls: bool) -> str | None:
+    """Map an OpenAI ``finish_reason`` to an Anthropic ``stop_reason``.
+
+    A turn that emitted tool calls ends in ``tool_use`` whatever the upstream said
+    (seed 002: a mixed text + tool-call stream must not end in ``end_turn``, or
+    the client never runs the tool). Unknown or empty reasons give None, so the
+    caller keeps its own default.
+    """
+    if saw_tool_calls:
+        return "tool_use"
+    if not finish_reason:
+        return None
+    return _STOP_REASONS.get(finish_reason.lower())
