@@ -88,6 +88,10 @@ ROUND_CAPS = frozenset({256, 512, 1000, 1024, 2000, 2048, 4000, 4096, 8000, 8192
 _ENDED = frozenset({"stop", "end_turn", "stop_sequence"})
 _LENGTH = frozenset({"length", "max_tokens"})
 
+#: parse_error reads only this many leading characters, so the analyzer can
+#: classify each distinct error *head* once instead of each error text.
+ERROR_HEAD_CHARS = 200
+
 _PROVIDER_RETURNED = re.compile(r"^Provider returned (\d{3})\b")
 _EXCEPTION_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)(?::|$)")
 _CONNECT_EXCEPTIONS = frozenset(
@@ -120,9 +124,13 @@ class TurnFeatures:
         completion_tokens: completion tokens the provider reported.
         max_tokens: the completion cap the request asked for.
         error_kind: one of :data:`ERROR_KINDS` for a failed call, else None.
-        evidence: ``"logged"`` when the fields above were logged as such,
-            ``"inferred"`` when the caller reconstructed any of them (status
-            parsed from error text, tool history from earlier turns).
+        evidence: ``"inferred"`` marks every field as reconstructed; use it when
+            you cannot say which. Default ``"logged"``.
+        inferred: names of the fields the caller reconstructed rather than read
+            from a log field (e.g. ``("status", "tool_history")`` for a legacy
+            record whose status was parsed from the error text and whose tool
+            history came from earlier turns). A decision is ``inferred`` only
+            when it consulted one of these.
     """
 
     status: int | None = None
@@ -135,6 +143,7 @@ class TurnFeatures:
     max_tokens: int | None = None
     error_kind: str | None = None
     evidence: str = LOGGED
+    inferred: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,54 +166,57 @@ def classify(features: TurnFeatures) -> str:
 def decide(f: TurnFeatures) -> Decision:
     """Classify a turn and say whether the decision needed inference.
 
-    The decision is ``inferred`` when the caller marked the features as inferred,
-    or when an empty 200 had no logged ``finish_reason`` and length had to be told
-    from stop by token evidence.
+    The decision is ``inferred`` when the caller marked all features as inferred
+    (``evidence="inferred"``), when a field the decision consulted is listed in
+    ``f.inferred``, or when an empty 200 had no logged ``finish_reason`` and length
+    had to be told from stop by token evidence.
     """
-    inferred = f.evidence == INFERRED
+    all_inferred = f.evidence == INFERRED
+    reconstructed = f.inferred
 
-    def done(cls: str, guessed: bool = False) -> Decision:
-        return Decision(cls, INFERRED if (inferred or guessed) else LOGGED)
+    def done(cls: str, *consulted: str, guessed: bool = False) -> Decision:
+        inferred = all_inferred or guessed or any(c in reconstructed for c in consulted)
+        return Decision(cls, INFERRED if inferred else LOGGED)
 
     kind = f.error_kind
     if kind == ERROR_CANCELLED:
-        return done(CLIENT_CANCELLED)
+        return done(CLIENT_CANCELLED, "error_kind")
     if kind == ERROR_REJECTED:
-        return done(CLIENT_ERROR)
+        return done(CLIENT_ERROR, "error_kind")
     if kind == ERROR_TIMEOUT:
-        return done(TIMEOUT)
+        return done(TIMEOUT, "error_kind")
     status = f.status
     if status is None and kind in (ERROR_CONNECT, ERROR_RESET):
-        return done(CONNECTION_ERROR)
+        return done(CONNECTION_ERROR, "error_kind")
     if status is None and kind is not None:
         # An exception with no HTTP answer: the proxy relays it as a 502.
-        return done(OTHER_5XX)
-    if status is not None and status != 200 and not (200 <= status < 300):
+        return done(OTHER_5XX, "error_kind")
+    if status is not None and not (200 <= status < 300):
         if status == 429:
-            return done(RATE_LIMITED)
+            return done(RATE_LIMITED, "status")
         if 400 <= status < 500:
-            return done(CLIENT_ERROR)
+            return done(CLIENT_ERROR, "status")
         # A missing provider key is the proxy's own fault, not the upstream's:
         # no payload change can fix it, so it is never ladder-eligible.
         if f.tool_history and kind in (None, ERROR_HTTP):
-            return done(TOOL_HISTORY_5XX)
-        return done(OTHER_5XX)
+            return done(TOOL_HISTORY_5XX, "status", "tool_history")
+        return done(OTHER_5XX, "status", "tool_history")
 
     # A 2xx answer (or a success record whose status was not logged).
     finish = f.finish_reason.lower() if f.finish_reason else None
     if f.has_tool_calls:
         if finish in _ENDED:
-            return done(TOOL_CALL_STOP_MISMATCH)
-        return done(OK)
+            return done(TOOL_CALL_STOP_MISMATCH, "has_tool_calls", "finish_reason")
+        return done(OK, "has_tool_calls")
     if f.has_content:
-        return done(OK)
+        return done(OK, "has_content")
     if f.has_content is None and f.has_tool_calls is None:
         # Nothing says the answer was empty; do not invent an incident.
         return done(OK, guessed=True)
     if finish in _LENGTH:
-        return done(LENGTH_WITH_NO_CONTENT)
+        return done(LENGTH_WITH_NO_CONTENT, "has_content", "finish_reason")
     if finish is not None:
-        return done(EMPTY_200_STOP)
+        return done(EMPTY_200_STOP, "has_content", "finish_reason")
     return done(_length_or_stop_by_tokens(f), guessed=True)
 
 
@@ -229,6 +241,7 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
     """
     if error is None:
         return None, None
+    error = error[:ERROR_HEAD_CHARS]
     if provider in ("unrouted", "streaming-unsupported"):
         return ERROR_REJECTED, 400
     text = error.lstrip()

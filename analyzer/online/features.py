@@ -76,6 +76,11 @@ def answer_summary(body: Any) -> dict[str, Any]:
         "completion_tokens": None,
     }
     if not isinstance(doc, dict):
+        if body is not None:
+            # A body arrived but is empty or not a JSON object (an HTML error page
+            # on a 200): that answer is empty, not unknown, so a ladder rung that
+            # gets it has not recovered. None still means "no body to read".
+            out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False
         return out
     # A JSON answer with no usable choice is an empty answer, not an unknown one.
     out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False

@@ -87,6 +87,8 @@ class Attempt:
     incident_class: str
     latency_ms: int
     finish_reason: str | None = None
+    has_content: bool | None = None
+    has_tool_calls: bool | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
@@ -301,6 +303,8 @@ def _attempt(rung: str, f: TurnFeatures, status, body, latency_ms: int, exc, cls
         incident_class=cls or decide(f).incident_class,
         latency_ms=latency_ms,
         finish_reason=summary.get("finish_reason"),
+        has_content=summary.get("has_content"),
+        has_tool_calls=summary.get("has_tool_calls"),
         prompt_tokens=summary.get("prompt_tokens"),
         completion_tokens=summary.get("completion_tokens"),
         error=None if exc is None else f"{type(exc).__name__}: {exc}"[:500],

@@ -1,0 +1,232 @@
+"""The DuckDB database: opening it, append-only migrations, views from queries/.
+
+Schema changes are named migration functions applied in order and recorded in the
+``_migrations`` table; a migration is never edited once released, only followed by
+a new one. New columns are nullable, with a comment saying what older rows hold.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from .errors import DatabaseError
+from .paths import default_db_path
+
+Migration = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        CREATE SEQUENCE source_file_ids START 1;
+
+        -- One row per input file ingested; drives idempotent, incremental re-runs.
+        CREATE TABLE source_files (
+            file_id      INTEGER PRIMARY KEY,
+            path         VARCHAR NOT NULL UNIQUE,  -- absolute path (or URL) as read
+            form         VARCHAR NOT NULL,         -- 'jsonl' | 'kubectl' | 'parquet'
+            size_bytes   BIGINT,
+            mtime        DOUBLE,
+            fingerprint  VARCHAR,                  -- sha256 of size + first/last 64 KiB
+            lines        BIGINT,                   -- lines (or Parquet rows) read
+            records      BIGINT,                   -- proxy records found
+            new_records  BIGINT,                   -- of which not seen before
+            quarantined  BIGINT,                   -- lines set aside as malformed
+            free_text    BIGINT,                   -- kubectl lines that are not records
+            ingested_at  TIMESTAMP
+        );
+
+        -- One row per distinct proxy record (request, response, system_prompt).
+        -- Typed hot columns for the analyses, the original record in `raw`.
+        CREATE TABLE records (
+            ts              TIMESTAMP NOT NULL,   -- `timestamp`, UTC
+            type            VARCHAR NOT NULL,     -- request | response | system_prompt
+            request_id      VARCHAR,
+            session_id      VARCHAR,              -- null in old records
+            client          VARCHAR,
+            provider        VARCHAR,
+            model           VARCHAR,
+            origin          VARCHAR,
+            -- request records
+            message_count       INTEGER,
+            tools_count         INTEGER,
+            enable_thinking     BOOLEAN,
+            tool_results_count  INTEGER,          -- role:tool messages after the last assistant message
+            prompt_md5          VARCHAR,          -- md5 of user_message_this_turn (retry detection)
+            has_messages        BOOLEAN,          -- full capture mode: the whole prompt is in raw
+            messages_tool_history BOOLEAN,        -- tool messages/calls anywhere in `messages`
+            -- response records
+            latency_ms          BIGINT,
+            has_content         BOOLEAN,
+            has_tool_calls      BOOLEAN,
+            has_reasoning       BOOLEAN,
+            tool_call_count     INTEGER,
+            content_chars       INTEGER,
+            reasoning_chars     INTEGER,
+            prompt_tokens       BIGINT,
+            completion_tokens   BIGINT,
+            cached_tokens       BIGINT,
+            error               VARCHAR,
+            upstream_headers    JSON,
+            -- fields added by analyzer.online.log_fields; null in records from
+            -- proxies without the module (all records before it shipped)
+            log_fields_version  INTEGER,
+            upstream_status     INTEGER,
+            finish_reason       VARCHAR,
+            max_tokens          INTEGER,
+            thinking_token_budget INTEGER,
+            tool_history        BOOLEAN,
+            logged_class        VARCHAR,          -- log_fields' incident_class
+            final_class         VARCHAR,
+            ladder              JSON,
+            -- system_prompt records
+            system_sha256       VARCHAR,
+            -- provenance
+            truncated           BOOLEAN NOT NULL, -- a stdout copy with fields cut to 200 chars
+            file_id             INTEGER NOT NULL,
+            line_no             BIGINT NOT NULL,
+            raw                 VARCHAR USING COMPRESSION zstd  -- the record as read
+        );
+
+        -- Lines that could not be read as records: nothing is silently dropped.
+        CREATE TABLE quarantine (
+            file_id     INTEGER NOT NULL,
+            path        VARCHAR NOT NULL,
+            line_no     BIGINT NOT NULL,
+            reason      VARCHAR NOT NULL,
+            snippet     VARCHAR                -- at most 200 characters of the line
+        );
+
+        -- analyzer.online.parse_error over each distinct error text (its first 200
+        -- characters, all the rule reads), so SQL never re-implements it.
+        CREATE TABLE error_kinds (
+            provider    VARCHAR,
+            error_head  VARCHAR NOT NULL,
+            error_kind  VARCHAR,
+            status      INTEGER
+        );
+
+        -- analyzer.online.decide over each distinct feature combination.
+        CREATE TABLE feature_labels (
+            status            INTEGER,
+            finish_reason     VARCHAR,
+            has_content       BOOLEAN,
+            has_tool_calls    BOOLEAN,
+            tool_history      BOOLEAN,
+            has_reasoning     BOOLEAN,
+            completion_tokens BIGINT,
+            max_tokens        INTEGER,
+            error_kind        VARCHAR,
+            inferred          VARCHAR,         -- comma-separated reconstructed features
+            incident_class    VARCHAR NOT NULL,
+            decision_evidence VARCHAR NOT NULL, -- 'logged' | 'inferred'
+            upstream_failure  BOOLEAN NOT NULL, -- a class a wedged/down pod explains
+            ladder_trigger    VARCHAR           -- analyzer.online.ladder_trigger
+        );
+
+        -- Metric samples from Prometheus exports, scrapes, CSV or a live server.
+        CREATE TABLE metric_samples (
+            metric      VARCHAR NOT NULL,      -- normalized: vllm:generation_tokens_total, up, ...
+            pod         VARCHAR,
+            model_name  VARCHAR,
+            instance    VARCHAR,
+            job         VARCHAR,
+            labels      JSON,
+            ts          TIMESTAMP NOT NULL,
+            value       DOUBLE,
+            source      VARCHAR
+        );
+
+        -- Intervals when a pod serving a model was wedged or down (from metrics).
+        CREATE TABLE pod_windows (
+            pod         VARCHAR,
+            model_name  VARCHAR,
+            kind        VARCHAR NOT NULL,      -- 'wedged' | 'down'
+            start_ts    TIMESTAMP NOT NULL,
+            end_ts      TIMESTAMP NOT NULL,
+            detail      VARCHAR
+        );
+
+        -- Log `model` -> metric `model_name`, for deployments whose served name
+        -- differs from what clients send. Unmapped models match by equal name.
+        CREATE TABLE model_map (
+            log_model   VARCHAR PRIMARY KEY,
+            model_name  VARCHAR NOT NULL
+        );
+
+        -- Facts about the last runs (inputs given, metrics present) for summaries.
+        CREATE TABLE runs (
+            started_at  TIMESTAMP,
+            finished_at TIMESTAMP,
+            inputs      VARCHAR[],
+            metrics     BOOLEAN,
+            status      VARCHAR
+        );
+        """
+    )
+
+
+#: Applied in order; append only. Never edit or reorder a released migration.
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_initial", _m001_initial),
+]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations this database has not seen; return their names."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
+    )
+    done = {r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            fn(con)
+            con.execute(
+                "INSERT INTO _migrations VALUES (?, ?)",
+                [name, datetime.now(timezone.utc).replace(tzinfo=None)],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the analyzer database with its views ready.
+
+    Args:
+        path: the DuckDB file; default ``$ANALYZER_DB`` or ``./analyzer.duckdb``.
+            ``":memory:"`` gives a throwaway database.
+        read_only: open without write access (the database must already exist).
+
+    Raises:
+        DatabaseError: the file cannot be opened, is locked, or is not a DuckDB file.
+    """
+    target = str(path) if path is not None else str(default_db_path())
+    if read_only and target != ":memory:" and not Path(target).exists():
+        raise DatabaseError(f"no database at {target}; run `analyze FILES...` first")
+    try:
+        con = duckdb.connect(target, read_only=read_only)
+    except (duckdb.IOException, duckdb.Error) as exc:
+        raise DatabaseError(f"cannot open database {target}: {exc}") from exc
+    con.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        try:
+            migrate(con)
+            from .queries import create_views
+
+            create_views(con)
+        except duckdb.Error as exc:
+            con.close()
+            raise DatabaseError(f"{target} is not a usable analyzer database: {exc}") from exc
+    return con

@@ -1,0 +1,127 @@
+"""The SQL library in queries/: views the database is built from, and questions.
+
+Each file holds one SELECT with a comment header::
+
+    -- view: turns            (or: -- question: failures_by_day)
+    -- title: Every turn with its incident class
+    -- params: since, until   (questions only; `$name` placeholders)
+    -- free text saying what it answers ...
+
+Views are created from these files verbatim (``CREATE OR REPLACE VIEW name AS
+<file>``), so the SQL a user reads is the SQL that runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .paths import queries_dir
+
+_HEADER = re.compile(r"^--\s*(view|question|title|params)\s*:\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class QueryFile:
+    """One file of queries/: its kind (view or question), name, title, params, SQL."""
+
+    kind: str
+    name: str
+    title: str
+    params: tuple[str, ...]
+    description: str
+    sql: str
+    path: Path
+
+
+def parse_query_file(path: Path) -> QueryFile:
+    """Read a queries/ file and its header."""
+    text = path.read_text(encoding="utf-8")
+    kind = name = title = ""
+    params: tuple[str, ...] = ()
+    desc: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        m = _HEADER.match(line)
+        if m:
+            key, value = m.groups()
+            if key in ("view", "question"):
+                kind, name = key, value
+            elif key == "title":
+                title = value
+            elif key == "params":
+                params = tuple(p.strip() for p in value.split(",") if p.strip() and p.strip() != "none")
+        else:
+            desc.append(line[2:].strip())
+    if not kind:
+        raise ValueError(f"{path}: the header must start with '-- view: NAME' or '-- question: NAME'")
+    return QueryFile(kind, name, title, params, " ".join(desc).strip(), text, path)
+
+
+def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
+    """Every query file by name."""
+    d = directory or queries_dir()
+    out = {}
+    for p in sorted(d.glob("*.sql")):
+        q = parse_query_file(p)
+        out[q.name] = q
+    return out
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create every view of queries/ in the database.
+
+    Views may build on each other; they are created in dependency order by
+    retrying the ones whose dependencies do not exist yet.
+    """
+    pending = [q for q in load_queries().values() if q.kind == "view"]
+    while pending:
+        failed = []
+        errors = {}
+        for q in pending:
+            try:
+                con.execute(f'CREATE OR REPLACE VIEW "{q.name}" AS {q.sql}')
+            except duckdb.CatalogException as exc:
+                failed.append(q)
+                errors[q.name] = exc
+        if len(failed) == len(pending):
+            raise duckdb.CatalogException("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        pending = failed
+
+
+def run_query(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: dict[str, Any] | None = None):
+    """Run a queries/ file by name (or literal SQL) with ``$name`` parameters.
+
+    Returns a DuckDB relation result (call ``.pl()``, ``.fetchall()``...).
+    Parameters the file declares but the caller does not give are passed as NULL,
+    so questions can treat a missing bound as "no bound".
+    """
+    queries = load_queries()
+    params = dict(params or {})
+    if name_or_sql in queries:
+        q = queries[name_or_sql]
+        sql = q.sql
+        for p in q.params:
+            params.setdefault(p, None)
+    else:
+        sql = name_or_sql
+    return con.execute(sql, params) if params else con.execute(sql)
+
+
+def query(name: str, db: str | Path | None = None, **params: Any):
+    """Run a queries/ file by name and return a polars DataFrame (for notebooks).
+
+    Example: ``analyzer.query("failures_by_day", since="2026-11-16")``.
+    """
+    from .db import connect
+
+    con = connect(db, read_only=db is not None and Path(str(db)).exists())
+    try:
+        return run_query(con, name, params).pl()
+    finally:
+        con.close()

@@ -1,0 +1,75 @@
+"""Printing the sizing summary as tables on stdout (rich; plain text when piped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _on_terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
+def _pct(rate: float) -> str:
+    return f"{rate * 100:.1f}%"
+
+
+def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
+    """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
+    # Piped output gets a fixed, wide layout instead of rich's 80-column default.
+    out = console or Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
+    tr = summary["time_range"]
+    ing = summary.get("ingest") or {}
+    out.print(
+        f"[bold]{summary['turns']:,} turns[/] in {summary['sessions']:,} sessions, "
+        f"{tr['first'] or '-'} .. {tr['last'] or '-'}"
+    )
+    if ing:
+        out.print(
+            f"ingested {ing['files_ingested']} file(s) ({ing['files_unchanged']} unchanged), "
+            f"{ing['new_records']:,} new records, {ing['duplicates']:,} duplicates skipped, "
+            f"{ing['quarantined']:,} lines quarantined"
+        )
+
+    models = Table(title="Turns and sessions per model", title_justify="left")
+    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder-addressable", "sessions ended on failure"):
+        models.add_column(col, justify="left" if col == "model" else "right")
+    for m in summary["models"]:
+        failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
+        models.add_row(
+            str(m["model"]), f"{m['turns']:,}", f"{m['sessions']:,}", f"{m['tool_sessions']:,}",
+            f"{failed:,}", f"{m['ladder_addressable_total']:,}", f"{m['sessions_ended_on_failure']:,}",
+        )
+    out.print(models)
+
+    classes = Table(title="Incident classes (count and share of the model's turns)", title_justify="left")
+    classes.add_column("class")
+    for m in summary["models"]:
+        classes.add_column(str(m["model"]), justify="right")
+    classes.add_column("all", justify="right")
+    for cls, total in summary["classes"].items():
+        cells = []
+        for m in summary["models"]:
+            v = m["classes"].get(cls)
+            cells.append(f"{v['count']:,} ({_pct(v['rate'])})" if v else "-")
+        classes.add_row(cls, *cells, f"{total['count']:,} ({_pct(total['rate'])})")
+    out.print(classes)
+
+    inf = summary["inferred"]
+    out.print(
+        f"ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
+        "(tool-history-5xx, and empty-200-stop with tool history); "
+        f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
+    )
+    out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
+    if summary["quarantined_lines"]:
+        out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined[/], e.g.:")
+        for s in summary["quarantine_samples"]:
+            out.print(f"  {s['path']}:{s['line_no']}: {s['reason']}", markup=False)
+    note = summary["metrics"]["note"]
+    if note:
+        out.print(f"[yellow]note:[/] {note}")

@@ -1,0 +1,129 @@
+"""Finding input files and telling which form each one is in.
+
+Forms: ``jsonl`` (S3 chunk files: one JSON record per line), ``kubectl`` (pod
+stdout: records behind ``📥 REQUEST: `` / ``✓ RESPONSE: `` / ``✗ RESPONSE: ``
+prefixes among free-text lines) and ``parquet`` (the consolidated tier, the record
+as JSON in the ``entry`` column). Any text form may be gzip-compressed.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+JSONL = "jsonl"
+KUBECTL = "kubectl"
+PARQUET = "parquet"
+
+RECORD_PREFIXES = ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: ")
+# Lines the real proxy prints on stdout besides records: a file holding only
+# these is a (quiet) proxy log, not a stranger's file.
+_PROXY_BANNER_MARKS = ("Multi-Provider LLM Proxy", "Uvicorn running", "INFO:     ", "✓ Flushed", "✓ Loaded configuration")
+_PEEK = 64 * 1024
+_SKIP_NAMES = {".DS_Store"}
+_TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """An input file: where it is, its form, and what identifies its content."""
+
+    path: str
+    form: str
+    size: int
+    mtime: float
+
+    def fingerprint(self) -> str:
+        """sha256 of the size and the first and last 64 KiB: cheap change detection."""
+        h = hashlib.sha256(str(self.size).encode())
+        with open(self.path, "rb") as f:
+            h.update(f.read(_PEEK))
+            if self.size > 2 * _PEEK:
+                f.seek(-_PEEK, os.SEEK_END)
+                h.update(f.read(_PEEK))
+        return h.hexdigest()
+
+
+def _candidates(arg: str) -> list[Path]:
+    p = Path(arg).expanduser()
+    if p.is_dir():
+        return sorted(q for q in p.rglob("*") if q.is_file() and _looks_like_input(q))
+    if p.is_file():
+        return [p]
+    matches = sorted(glob.glob(str(p), recursive=True))
+    out: list[Path] = []
+    for m in matches:
+        out.extend(_candidates(m))
+    return out
+
+
+def _looks_like_input(p: Path) -> bool:
+    if p.name in _SKIP_NAMES or p.name.startswith("."):
+        return False
+    suffixes = p.suffixes
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return bool(suffixes) and suffixes[-1] in _TEXT_SUFFIXES | {".parquet"}
+
+
+def _peek(path: Path) -> bytes:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            return f.read(_PEEK)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from exc
+
+
+def detect_form(path: Path) -> str:
+    """Tell a file's form from its first bytes.
+
+    Raises:
+        InputError: the file is not a proxy log in any supported form.
+    """
+    with open(path, "rb") as f:
+        if f.read(4) == b"PAR1":
+            return PARQUET
+    head = _peek(path)
+    text = head.decode("utf-8", errors="replace")
+    if any(p in text for p in RECORD_PREFIXES):
+        return KUBECTL
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if first.startswith("{"):
+        return JSONL
+    if not first:
+        return JSONL  # an empty file: nothing to read, nothing to lose
+    if any(m in text for m in _PROXY_BANNER_MARKS):
+        return KUBECTL
+    raise InputError(
+        f"{path}: not a proxy log (expected JSON lines, kubectl stdout with "
+        f"'📥 REQUEST:' / '✓ RESPONSE:' lines, or Parquet); it starts with {first[:60]!r}"
+    )
+
+
+def discover(inputs: list[str]) -> list[SourceFile]:
+    """Expand files, directories (recursively) and globs into input files, in order.
+
+    Raises:
+        InputError: an argument matches nothing, or a named file is not a log.
+    """
+    seen: set[str] = set()
+    out: list[SourceFile] = []
+    for arg in inputs:
+        paths = _candidates(arg)
+        if not paths:
+            raise InputError(f"{arg}: no such file, directory or matching log files")
+        for p in paths:
+            real = str(p.resolve())
+            if real in seen:
+                continue
+            seen.add(real)
+            st = p.stat()
+            out.append(SourceFile(path=real, form=detect_form(p), size=st.st_size, mtime=st.st_mtime))
+    return out

@@ -1,0 +1,139 @@
+"""The sizing summary: how big each failure class is, and what the ladder could address."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from .online import CLASSES
+
+_FILTERED_TURNS = """
+CREATE OR REPLACE TEMP TABLE summary_turns AS
+SELECT * FROM turns
+WHERE ($models IS NULL OR list_contains($models, model))
+  AND ($since IS NULL OR ts >= $since)
+  AND ($until IS NULL OR ts < $until)
+"""
+
+
+def is_glm(model: str | None) -> bool:
+    """GLM models are the focus: they are listed first everywhere."""
+    return bool(model) and "glm" in model.lower()
+
+
+def _model_order(model: str | None) -> tuple:
+    return (not is_glm(model), model or "")
+
+
+def parse_time(value: str | None, name: str) -> datetime | None:
+    """Parse an ISO-8601 bound (a date, or a date and time; UTC assumed)."""
+    if value is None:
+        return None
+    from .errors import AnalyzerError, ExitCode
+
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise AnalyzerError(f"--{name}: not an ISO-8601 date or time: {value!r}", ExitCode.USAGE) from exc
+    if dt.tzinfo is not None:
+        from datetime import timezone
+
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt
+
+
+def build_summary(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    models: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
+    """Compute the sizing summary over the (filtered) turns in the database.
+
+    Returns a JSON-ready dict; ``analyze --json`` prints exactly this.
+    """
+    con.execute(_FILTERED_TURNS, {"models": models or None, "since": since, "until": until})
+    q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
+
+    (turns, sessions, first, last, inferred, addressable) = q(
+        """SELECT count(*), count(DISTINCT session_id), min(ts), max(ts),
+                  count(*) FILTER (WHERE evidence = 'inferred'),
+                  count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
+           FROM summary_turns"""
+    )[0]
+
+    per_model = []
+    for model, n, n_sessions, n_tool_sessions in sorted(
+        q("""SELECT model, count(*), count(DISTINCT session_id),
+                    count(DISTINCT session_id) FILTER (WHERE tool_history)
+             FROM summary_turns GROUP BY model"""),
+        key=lambda r: _model_order(r[0]),
+    ):
+        per_model.append({"model": model, "turns": n, "sessions": n_sessions, "tool_sessions": n_tool_sessions})
+
+    by_class: dict[tuple, int] = {
+        (m, c): n for m, c, n in q("SELECT model, incident_class, count(*) FROM summary_turns GROUP BY ALL")
+    }
+    triggers = {
+        (m, t): n
+        for m, t, n in q(
+            "SELECT model, ladder_trigger, count(*) FROM summary_turns WHERE ladder_trigger IS NOT NULL GROUP BY ALL"
+        )
+    }
+    ended = {
+        m: (n, f)
+        for m, n, f in q(
+            """SELECT s.model, count(*), count(*) FILTER (WHERE s.ended_on_failure)
+               FROM sessions s WHERE s.session_id IN (SELECT DISTINCT session_id FROM summary_turns)
+               GROUP BY ALL"""
+        )
+    }
+    for row in per_model:
+        m = row["model"]
+        counts = {c: by_class.get((m, c), 0) for c in CLASSES if by_class.get((m, c), 0)}
+        row["classes"] = {
+            c: {"count": n, "rate": round(n / row["turns"], 4)} for c, n in counts.items()
+        }
+        row["ladder_addressable"] = {t: n for (mm, t), n in triggers.items() if mm == m}
+        row["ladder_addressable_total"] = sum(row["ladder_addressable"].values())
+        n_sess, n_failed = ended.get(m, (0, 0))
+        row["sessions_ended_on_failure"] = n_failed
+
+    totals = {c: sum(n for (m, cc), n in by_class.items() if cc == c) for c in CLASSES}
+    quarantined = q("SELECT count(*) FROM quarantine")[0][0]
+    samples = [
+        {"path": p, "line_no": n, "reason": r}
+        for p, n, r in q("SELECT path, line_no, reason FROM quarantine ORDER BY path, line_no LIMIT 5")
+    ]
+    n_samples, n_windows = q("SELECT (SELECT count(*) FROM metric_samples), (SELECT count(*) FROM pod_windows)")[0]
+    ended_total = sum(f for _, f in ended.values())
+    return {
+        "time_range": {
+            "first": first.isoformat() + "Z" if first else None,
+            "last": last.isoformat() + "Z" if last else None,
+        },
+        "filters": {
+            "models": models or None,
+            "since": since.isoformat() + "Z" if since else None,
+            "until": until.isoformat() + "Z" if until else None,
+        },
+        "turns": turns,
+        "sessions": sessions,
+        "classes": {c: {"count": n, "rate": round(n / turns, 4) if turns else 0.0} for c, n in totals.items() if n},
+        "models": per_model,
+        "ladder_addressable": addressable,
+        "sessions_ended_on_failure": ended_total,
+        "inferred": {"turns": inferred, "share": round(inferred / turns, 4) if turns else 0.0},
+        "quarantined_lines": quarantined,
+        "quarantine_samples": samples,
+        "metrics": {
+            "samples": n_samples,
+            "windows": n_windows,
+            "note": None
+            if n_samples
+            else "no metrics given: wedged-pod and pod-down cannot be told apart from other failures (use --metrics)",
+        },
+    }

@@ -1,0 +1,100 @@
+"""Bulk classification: the analyzer.online rule applied to every distinct feature row.
+
+The ``turn_features`` view extracts the features in SQL. There are few distinct
+feature combinations, so each new one is classified here in Python with
+:func:`analyzer.online.decide` and stored in ``feature_labels``; the ``turns`` view
+joins the labels back. Error texts are read the same way: each distinct error head
+once, by :func:`analyzer.online.parse_error`, into ``error_kinds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from .online import UPSTREAM_FAILURE_CLASSES, TurnFeatures, decide, ladder_trigger, parse_error
+from .online.classify import ERROR_HEAD_CHARS
+
+_FEATURE_COLUMNS = (
+    "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
+    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "inferred",
+)
+
+
+@dataclass
+class ClassifyReport:
+    """How much classification work a refresh did."""
+
+    new_error_heads: int = 0
+    new_feature_rows: int = 0
+
+
+def refresh_error_kinds(con: duckdb.DuckDBPyConnection) -> int:
+    """Parse each error head not yet in ``error_kinds``; return how many were new."""
+    rows = con.execute(
+        f"""
+        SELECT DISTINCT r.provider, left(r.error, {ERROR_HEAD_CHARS}) AS head
+        FROM records r
+        WHERE r.type = 'response' AND r.error IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM error_kinds e
+                          WHERE e.error_head = left(r.error, {ERROR_HEAD_CHARS})
+                            AND e.provider IS NOT DISTINCT FROM r.provider)
+        """
+    ).fetchall()
+    if rows:
+        out = [(provider, head, *parse_error(head, provider)) for provider, head in rows]
+        insert_rows(con, "error_kinds", ("provider", "error_head", "error_kind", "status"), out)
+    return len(rows)
+
+
+def _features_of(row: tuple) -> TurnFeatures:
+    d = dict(zip(_FEATURE_COLUMNS, row))
+    inferred = tuple(x for x in (d.pop("inferred") or "").split(",") if x)
+    return TurnFeatures(**d, inferred=inferred)
+
+
+def refresh_feature_labels(con: duckdb.DuckDBPyConnection) -> int:
+    """Classify each feature combination not yet in ``feature_labels``; return the count."""
+    cols = ", ".join(_FEATURE_COLUMNS)
+    rows = con.execute(
+        f"SELECT DISTINCT {cols} FROM turn_features EXCEPT SELECT {cols} FROM feature_labels"
+    ).fetchall()
+    out = []
+    for row in rows:
+        f = _features_of(row)
+        d = decide(f)
+        out.append((*row, d.incident_class, d.evidence, d.incident_class in UPSTREAM_FAILURE_CLASSES, ladder_trigger(f)))
+    if out:
+        insert_rows(con, "feature_labels",
+                    _FEATURE_COLUMNS + ("incident_class", "decision_evidence", "upstream_failure", "ladder_trigger"), out)
+    return len(out)
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """Insert many Python rows at once (through Arrow; executemany is row by row)."""
+    import pyarrow as pa
+
+    types = {name: con.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, name]
+    ).fetchall()[0][0] for name in columns}
+    arrow = pa.table({name: [r[i] for r in rows] for i, name in enumerate(columns)})
+    con.register("_rows_to_insert", arrow)
+    try:
+        select = ", ".join(f'CAST("{c}" AS {types[c]})' for c in columns)
+        con.execute(f'INSERT INTO {table} ({", ".join(columns)}) SELECT {select} FROM _rows_to_insert')
+    finally:
+        con.unregister("_rows_to_insert")
+
+
+def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
+    """Bring the classification up to date with the records (idempotent, incremental)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        report = ClassifyReport(refresh_error_kinds(con), 0)
+        report.new_feature_rows = refresh_feature_labels(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return report

@@ -1,0 +1,28 @@
+-- view: sessions
+-- title: One row per client session
+-- Turns grouped by session_id (turns without a session id are left out). A session
+-- "ended on a failure" when its last turn's outcome for the client was not `ok`
+-- (a turn the ladder recovered counts as ok). `tool_session` marks sessions with
+-- tool history in any turn.
+WITH ordered AS (
+    SELECT t.*,
+           CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS client_class,
+           row_number() OVER (PARTITION BY session_id ORDER BY ts DESC) AS from_end
+    FROM turns t
+    WHERE session_id IS NOT NULL
+)
+SELECT
+    session_id,
+    min(ts) AS first_ts,
+    max(coalesce(response_ts, ts)) AS last_ts,
+    arg_max(model, ts) AS model,
+    arg_max(origin, ts) AS origin,
+    arg_max(client, ts) AS client,
+    count(*) AS turns,
+    count(*) FILTER (WHERE incident_class <> 'ok') AS failed_turns,
+    count(*) FILTER (WHERE recovered_at IS NOT NULL) AS recovered_turns,
+    bool_or(coalesce(tool_history, false) OR coalesce(has_tool_calls, false)) AS tool_session,
+    max(CASE WHEN from_end = 1 THEN client_class END) AS last_class,
+    max(CASE WHEN from_end = 1 THEN client_class END) <> 'ok' AS ended_on_failure
+FROM ordered
+GROUP BY session_id

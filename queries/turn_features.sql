@@ -1,0 +1,113 @@
+-- view: turn_features
+-- title: Per-turn features, before classification
+-- One row per request record, paired with its response record (same request_id
+-- and session, the first response at or after the request), plus responses whose
+-- request record is missing. Carries the features analyzer.online.decide reads;
+-- `inferred` lists the features reconstructed from evidence rather than logged.
+-- Legacy records (no log_fields): status parsed from the error text (via the
+-- error_kinds table, filled by analyzer.online.parse_error); tool history from
+-- full-capture `messages`, this turn's tool results, or earlier turns of the
+-- session. Ladder records: the features of the original attempt (ladder.attempts[0]).
+WITH req AS (
+    SELECT * FROM records WHERE type = 'request'
+),
+resp AS (
+    SELECT * FROM records WHERE type = 'response'
+),
+paired AS (
+    SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
+           q.enable_thinking, q.message_count, q.tools_count, q.tool_results_count,
+           q.prompt_md5, q.has_messages, q.messages_tool_history, q.truncated AS request_truncated,
+           p.ts AS response_ts, p.latency_ms, p.has_content, p.has_tool_calls, p.has_reasoning,
+           p.tool_call_count, p.content_chars, p.reasoning_chars, p.prompt_tokens,
+           p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
+           p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
+           p.thinking_token_budget, p.tool_history AS logged_tool_history,
+           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated
+    FROM req q
+    ASOF LEFT JOIN resp p
+      ON p.request_id = q.request_id
+     AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
+     AND p.ts >= q.ts
+),
+orphans AS (
+    -- A response whose request record was lost is still a turn.
+    SELECT p.ts, p.request_id, p.session_id, p.model, p.provider, p.origin, p.client,
+           NULL::BOOLEAN, NULL::INTEGER, NULL::INTEGER, NULL::INTEGER,
+           NULL::VARCHAR, NULL::BOOLEAN, NULL::BOOLEAN, NULL::BOOLEAN,
+           p.ts, p.latency_ms, p.has_content, p.has_tool_calls, p.has_reasoning,
+           p.tool_call_count, p.content_chars, p.reasoning_chars, p.prompt_tokens,
+           p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
+           p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
+           p.thinking_token_budget, p.tool_history,
+           p.logged_class, p.final_class, p.ladder, p.truncated
+    FROM resp p
+    WHERE NOT EXISTS (
+        SELECT 1 FROM paired x WHERE x.request_id = p.request_id AND x.response_ts = p.ts)
+),
+turns0 AS (
+    SELECT * FROM paired
+    UNION ALL
+    SELECT * FROM orphans
+),
+evidence AS (
+    SELECT t.*,
+           t.response_ts IS NOT NULL AS answered,
+           -- Earlier turns of the session left tool structure in this transcript.
+           CASE WHEN t.session_id IS NOT NULL THEN
+               bool_or(coalesce(t.tool_results_count, 0) > 0 OR coalesce(t.has_tool_calls, false))
+                   OVER (PARTITION BY t.session_id ORDER BY t.ts
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) END AS earlier_tool_turns,
+           t.ladder -> '$.attempts[0]' AS first_attempt,
+           e.error_kind AS parsed_error_kind,
+           e.status AS parsed_status
+    FROM turns0 t
+    LEFT JOIN error_kinds e
+      ON e.error_head = left(t.error, 200)
+     AND e.provider IS NOT DISTINCT FROM t.provider
+)
+SELECT
+    request_id, session_id, ts, response_ts, model, provider, origin, client,
+    enable_thinking, message_count, tools_count, tool_results_count, prompt_md5, has_messages,
+    answered, latency_ms, content_chars, reasoning_chars, tool_call_count,
+    prompt_tokens, cached_tokens, error, upstream_headers, thinking_token_budget,
+    coalesce(request_truncated, false) OR coalesce(response_truncated, false) AS truncated,
+    log_fields_version IS NOT NULL AS has_log_fields,
+    -- the features analyzer.online.decide reads
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'status' AS INTEGER)
+         WHEN log_fields_version IS NOT NULL THEN upstream_status
+         WHEN answered AND error IS NULL THEN 200
+         ELSE parsed_status END AS status,
+    CASE WHEN first_attempt IS NOT NULL THEN first_attempt ->> 'finish_reason'
+         ELSE finish_reason END AS finish_reason,
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'has_content' AS BOOLEAN)
+         ELSE has_content END AS has_content,
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'has_tool_calls' AS BOOLEAN)
+         ELSE has_tool_calls END AS has_tool_calls,
+    coalesce(logged_tool_history, messages_tool_history,
+             CASE WHEN tool_results_count > 0 THEN true END,
+             coalesce(earlier_tool_turns, false)) AS tool_history,
+    has_reasoning,
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'completion_tokens' AS BIGINT)
+         ELSE completion_tokens END AS completion_tokens,
+    max_tokens,
+    CASE WHEN answered THEN parsed_error_kind END AS error_kind,
+    -- which features were reconstructed rather than logged, as decide() expects
+    concat_ws(',',
+        CASE WHEN log_fields_version IS NULL AND error IS NOT NULL AND parsed_status IS NOT NULL
+             THEN 'status' END,
+        CASE WHEN logged_tool_history IS NULL AND messages_tool_history IS NULL
+                  AND NOT coalesce(tool_results_count > 0, false)
+             THEN 'tool_history' END) AS inferred,
+    CASE WHEN logged_tool_history IS NOT NULL THEN 'logged'
+         WHEN messages_tool_history IS NOT NULL THEN 'messages'
+         WHEN tool_results_count > 0 THEN 'this_turn'
+         WHEN earlier_tool_turns THEN 'earlier_turns'
+         ELSE 'none' END AS tool_history_source,
+    logged_class,
+    final_class,
+    ladder,
+    ladder ->> 'trigger' AS ladder_trigger_logged,
+    ladder ->> 'outcome' AS ladder_outcome,
+    ladder ->> 'recovered_at' AS recovered_at
+FROM evidence

@@ -1,0 +1,64 @@
+-- view: turns
+-- title: Every turn with its incident class
+-- One row per turn (a request record joined to its response by request_id).
+-- incident_class is analyzer.online.decide over the turn's features (looked up in
+-- feature_labels), then the window classes from the metrics: an upstream failure
+-- inside a wedged window of its model's pod is `wedged-pod`, inside a down window
+-- `pod-down`; a request with no response is `unanswered`.
+-- `evidence` says whether the class rests on logged fields or on inference.
+WITH labelled AS (
+    SELECT f.*, l.incident_class AS rule_class, l.decision_evidence, l.upstream_failure,
+           l.ladder_trigger AS rule_trigger,
+           coalesce(m.model_name, f.model) AS metric_model
+    FROM turn_features f
+    LEFT JOIN feature_labels l
+      ON  l.status IS NOT DISTINCT FROM f.status
+      AND l.finish_reason IS NOT DISTINCT FROM f.finish_reason
+      AND l.has_content IS NOT DISTINCT FROM f.has_content
+      AND l.has_tool_calls IS NOT DISTINCT FROM f.has_tool_calls
+      AND l.tool_history IS NOT DISTINCT FROM f.tool_history
+      AND l.has_reasoning IS NOT DISTINCT FROM f.has_reasoning
+      AND l.completion_tokens IS NOT DISTINCT FROM f.completion_tokens
+      AND l.max_tokens IS NOT DISTINCT FROM f.max_tokens
+      AND l.error_kind IS NOT DISTINCT FROM f.error_kind
+      AND l.inferred IS NOT DISTINCT FROM f.inferred
+    LEFT JOIN model_map m ON m.log_model = f.model
+),
+windowed AS (
+    SELECT t.*,
+           EXISTS (SELECT 1 FROM pod_windows w
+                   WHERE w.kind = 'wedged' AND w.model_name = t.metric_model
+                     AND coalesce(t.response_ts, t.ts) >= w.start_ts
+                     AND coalesce(t.response_ts, t.ts) <= w.end_ts) AS in_wedged_window,
+           EXISTS (SELECT 1 FROM pod_windows w
+                   WHERE w.kind = 'down' AND w.model_name = t.metric_model
+                     AND coalesce(t.response_ts, t.ts) >= w.start_ts
+                     AND coalesce(t.response_ts, t.ts) <= w.end_ts) AS in_down_window
+    FROM labelled t
+)
+SELECT
+    request_id, session_id, ts, response_ts, model, provider, origin, client,
+    status, finish_reason, has_content, has_tool_calls, tool_history, has_reasoning,
+    latency_ms, prompt_tokens, completion_tokens, max_tokens, error, error_kind,
+    CASE
+        WHEN NOT answered THEN 'unanswered'
+        WHEN upstream_failure AND in_down_window
+             AND (rule_class = 'connection-error' OR NOT in_wedged_window) THEN 'pod-down'
+        WHEN upstream_failure AND in_wedged_window THEN 'wedged-pod'
+        ELSE rule_class
+    END AS incident_class,
+    CASE WHEN NOT answered THEN 'logged' ELSE decision_evidence END AS evidence,
+    rule_class,
+    -- The ladder cannot fix a wedged or down pod: such turns are not eligible.
+    CASE WHEN answered AND NOT (upstream_failure AND (in_wedged_window OR in_down_window))
+         THEN rule_trigger END AS ladder_trigger,
+    ladder_outcome,
+    recovered_at,
+    CASE WHEN recovered_at IS NOT NULL THEN coalesce(final_class, 'ok') END AS recovered_class,
+    in_wedged_window,
+    in_down_window,
+    enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,
+    inferred, prompt_md5, has_messages, content_chars, reasoning_chars, tool_call_count,
+    cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
+    metric_model
+FROM windowed
