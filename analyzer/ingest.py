@@ -15,6 +15,7 @@ when that arrives.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Iterable
@@ -69,7 +70,8 @@ RECORD_STRUCT = {
 RECORD_TYPES = ("request", "response", "system_prompt")
 SNIPPET_CHARS = 200
 MAX_LINE_BYTES = 512 * 1024 * 1024  # full-capture lines can be megabytes
-BATCH_BYTES = 96 * 1024 * 1024  # input bytes per transaction: bounds memory
+# Input bytes per transaction: bounds memory (override with $ANALYZER_BATCH_BYTES).
+BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 96 * 1024 * 1024))
 BATCH_FILES = 4000
 
 # A kubectl line: optional `kubectl logs --timestamps` stamp, then a record prefix.
