@@ -60,5 +60,7 @@ SELECT
     enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,
     inferred, prompt_md5, has_messages, content_chars, reasoning_chars, tool_call_count,
     cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
-    metric_model
+    metric_model,
+    CASE WHEN session_id IS NOT NULL THEN
+        row_number() OVER (PARTITION BY session_id ORDER BY ts, request_id) END AS turn_index
 FROM windowed
