@@ -2,7 +2,7 @@
 
 Each file holds one SELECT with a comment header::
 
-    -- view: turns            (or: -- question: failures_by_day)
+    -- view: turns            (or: -- question: NAME, or -- macro: NAME)
     -- title: Every turn with its incident class
     -- params: since, until   (questions only; `$name` placeholders)
     -- free text saying what it answers ...
@@ -22,7 +22,7 @@ import duckdb
 
 from .paths import queries_dir
 
-_HEADER = re.compile(r"^--\s*(view|question|title|params)\s*:\s*(.*?)\s*$")
+_HEADER = re.compile(r"^--\s*(view|question|macro|title|params)\s*:\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def parse_query_file(path: Path) -> QueryFile:
         m = _HEADER.match(line)
         if m:
             key, value = m.groups()
-            if key in ("view", "question"):
+            if key in ("view", "question", "macro"):
                 kind, name = key, value
             elif key == "title":
                 title = value
@@ -59,7 +59,7 @@ def parse_query_file(path: Path) -> QueryFile:
         else:
             desc.append(line[2:].strip())
     if not kind:
-        raise ValueError(f"{path}: the header must start with '-- view: NAME' or '-- question: NAME'")
+        raise ValueError(f"{path}: the header must start with '-- view: NAME', '-- question: NAME' or '-- macro: NAME'")
     return QueryFile(kind, name, title, params, " ".join(desc).strip(), text, path)
 
 
@@ -76,10 +76,15 @@ def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)create every view of queries/ in the database.
 
-    Views may build on each other; they are created in dependency order by
-    retrying the ones whose dependencies do not exist yet.
+    Macro files (``-- macro:``) run first, verbatim. Views may build on each other;
+    they are created in dependency order by retrying the ones whose dependencies do
+    not exist yet.
     """
-    pending = [q for q in load_queries().values() if q.kind == "view"]
+    queries = load_queries().values()
+    for q in queries:
+        if q.kind == "macro":
+            con.execute(q.sql)
+    pending = [q for q in queries if q.kind == "view"]
     while pending:
         failed = []
         errors = {}

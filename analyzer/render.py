@@ -73,3 +73,45 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     note = summary["metrics"]["note"]
     if note:
         out.print(f"[yellow]note:[/] {note}")
+    if summary.get("sizing"):
+        print_sizing(summary["sizing"], out)
+
+
+def print_sizing(s: dict[str, Any], out: Console) -> None:
+    """The sizing block: eligible incidents, recovery per rung or the baseline, the conclusion."""
+    out.print()
+    out.print(f"[bold]Sizing the ladder[/] (GLM: {', '.join(s['models']) or 'none'})")
+    trig = ", ".join(f"{k} {v:,}" for k, v in sorted(s["eligible_by_trigger"].items()))
+    out.print(f"  eligible incidents: {s['eligible_incidents']:,}" + (f" ({trig})" if trig else ""))
+    out.print(
+        f"  tool sessions: {s['tool_sessions']:,}; affected by an eligible failure: {s['sessions_affected']:,} "
+        f"({_pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
+        f"of which to eligible failures {s['sessions_lost_to_eligible']:,}"
+        + (f", {s['turns_per_lost_session']} turns per lost session" if s["turns_per_lost_session"] else "")
+    )
+    out.print(
+        f"  wedged/down failures (no retry fixes these, not counted as recoverable): "
+        f"{s['wedged_or_down_failures']:,}; sessions lost to them: {s['sessions_lost_to_wedged_or_down']:,}"
+    )
+    b = s["baseline"]
+    out.print(
+        "  without a ladder, after an eligible failure the client "
+        f"retried and it worked {b['retried-ok']:,}, retried and failed {b['retried-failed']:,}, "
+        f"moved on {b['moved-on']:,}, and the session ended {b['session-ended']:,} times"
+    )
+    if s["ladder_rungs"]:
+        t = Table(title="Measured ladder recovery per rung (outside wedged windows, 95% Wilson intervals)",
+                  title_justify="left")
+        for col in ("trigger", "rung", "reached", "recovered", "recovered | reached", "cumulative"):
+            t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
+        for r in s["ladder_rungs"]:
+            ci, cc = r["conditional_interval"], r["cumulative_interval"]
+            t.add_row(
+                r["trigger"], r["rung"], f"{r['reached']:,}", f"{r['recovered']:,}",
+                f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
+                f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
+            )
+        out.print(t)
+    else:
+        out.print("  no ladder data yet (no response records carry analyzer.online's `ladder` field)")
+    out.print(f"[bold]{s['conclusion']}[/]")

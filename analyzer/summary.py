@@ -110,6 +110,9 @@ def build_summary(
     ]
     n_samples, n_windows = q("SELECT (SELECT count(*) FROM metric_samples), (SELECT count(*) FROM pod_windows)")[0]
     ended_total = sum(f for _, f in ended.values())
+    from .sizing import build_sizing
+
+    sizing = build_sizing(con, {"models": models or None, "since": since, "until": until})
     return {
         "time_range": {
             "first": first.isoformat() + "Z" if first else None,
@@ -129,6 +132,7 @@ def build_summary(
         "inferred": {"turns": inferred, "share": round(inferred / turns, 4) if turns else 0.0},
         "quarantined_lines": quarantined,
         "quarantine_samples": samples,
+        "sizing": sizing,
         "metrics": {
             "samples": n_samples,
             "windows": n_windows,

@@ -1,0 +1,178 @@
+"""Sizing the fix: how many GLM tool sessions the ladder would save.
+
+Two sources of evidence, used as available:
+
+- **measured** — logs from a proxy running ``analyzer.online.run_ladder``: every
+  attempt is in ``ladder_attempts``, recovery per rung in ``ladder_summary``;
+- **baseline** — legacy logs, where no ladder ran: what the client did after each
+  ladder-eligible failure (``ladder_baseline``): retried and it worked, retried and
+  failed, moved on, or the session ended there.
+
+Failures inside wedged/down windows are never counted as recoverable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from .summary import is_glm
+
+def _filter(ts: str = "ts", model: str = "model") -> str:
+    """The summary's model/time filter over the given columns ($models, $since, $until)."""
+    return (f"($models IS NULL OR list_contains($models, {model})) "
+            f"AND ($since IS NULL OR {ts} >= $since) AND ($until IS NULL OR {ts} < $until)")
+
+
+_FILTER = _filter()
+
+
+def wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of k successes in n trials (None for n = 0).
+
+    Uses the SQL macros the views use (queries/wilson_interval.sql), so the
+    summary and the views report identical bounds.
+    """
+    if n <= 0:
+        return None
+    low, high = con.execute("SELECT wilson_low(?, ?), wilson_high(?, ?)", [k, n, k, n]).fetchall()[0]
+    return round(low, 4), round(high, 4)
+
+
+def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict[str, Any]:
+    """The sizing block of the summary, over GLM models (filtered like the summary)."""
+    glm_models = [m for (m,) in con.execute("SELECT DISTINCT model FROM turns").fetchall() if is_glm(m)]
+    wanted = params.get("models")
+    models = [m for m in glm_models if not wanted or m in wanted]
+    p = {**params, "models": models or ["\x00no GLM model\x00"]}
+
+    eligible, wedged, by_trigger = con.execute(
+        f"""SELECT count(*) FILTER (WHERE ladder_trigger IS NOT NULL),
+                   count(*) FILTER (WHERE incident_class IN ('wedged-pod', 'pod-down')),
+                   histogram(ladder_trigger) FILTER (WHERE ladder_trigger IS NOT NULL)
+            FROM turns WHERE {_FILTER}""",
+        p,
+    ).fetchall()[0]
+
+    # Sessions lost: GLM tool sessions whose last turn failed for the client.
+    lost = con.execute(
+        f"""WITH s AS (
+                SELECT s.*, t.ladder_trigger AS last_trigger, t.incident_class AS last_incident
+                FROM sessions s
+                JOIN turns t ON t.session_id = s.session_id AND t.turn_index = s.turns
+                WHERE s.tool_session AND {_filter('s.first_ts', 's.model')}
+            )
+            SELECT count(*),
+                   count(*) FILTER (WHERE ended_on_failure),
+                   count(*) FILTER (WHERE ended_on_failure AND last_trigger IS NOT NULL),
+                   count(*) FILTER (WHERE ended_on_failure AND last_incident IN ('wedged-pod', 'pod-down')),
+                   avg(turns) FILTER (WHERE ended_on_failure)
+            FROM s""",
+        p,
+    ).fetchall()[0]
+    tool_sessions, lost_all, lost_eligible, lost_wedged, turns_per_lost = lost
+    lost_by_class = dict(
+        con.execute(
+            f"""SELECT last_class, count(*) FROM sessions
+                WHERE ended_on_failure AND tool_session
+                  AND {_filter('first_ts')}
+                GROUP BY ALL ORDER BY 2 DESC""",
+            p,
+        ).fetchall()
+    )
+    affected = con.execute(
+        f"""SELECT count(DISTINCT session_id) FROM turns
+            WHERE ladder_trigger IS NOT NULL AND session_id IS NOT NULL AND {_FILTER}""",
+        p,
+    ).fetchall()[0][0]
+
+    baseline = dict(
+        con.execute(f"SELECT next_step, count(*) FROM ladder_baseline WHERE {_FILTER} GROUP BY ALL", p).fetchall()
+    )
+
+    # Per rung, outside wedged windows (the ladder is not expected to fix those).
+    started = dict(con.execute(
+        f"""SELECT trigger, count(*) FROM ladder_attempts
+            WHERE rung = 'original' AND NOT in_wedged_window AND {_FILTER} GROUP BY ALL""", p).fetchall())
+    rungs = []
+    so_far: dict[str, int] = {}
+    for trigger, rung, reached, recovered in con.execute(
+        f"""SELECT trigger, rung, count(*), count(*) FILTER (WHERE incident_class = 'ok')
+            FROM ladder_attempts
+            WHERE rung <> 'original' AND NOT in_wedged_window AND {_FILTER}
+            GROUP BY trigger, rung ORDER BY trigger, min(attempt_no)""",
+        p,
+    ).fetchall():
+        ladders = started.get(trigger, 0)
+        so_far[trigger] = so_far.get(trigger, 0) + recovered
+        rungs.append({
+            "trigger": trigger, "rung": rung, "ladders": ladders, "reached": reached, "recovered": recovered,
+            "conditional_rate": round(recovered / reached, 4) if reached else None,
+            "conditional_interval": wilson(con, recovered, reached),
+            "cumulative_rate": round(so_far[trigger] / ladders, 4) if ladders else None,
+            "cumulative_interval": wilson(con, so_far[trigger], ladders),
+        })
+    ladders_total, recovered_total, ladders_in_wedge, recovered_in_wedge = con.execute(
+        f"""SELECT count(*) FILTER (WHERE NOT in_wedged_window),
+                   count(*) FILTER (WHERE NOT in_wedged_window AND recovered_at IS NOT NULL),
+                   count(*) FILTER (WHERE in_wedged_window),
+                   count(*) FILTER (WHERE in_wedged_window AND recovered_at IS NOT NULL)
+            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model FROM ladder_attempts)
+            WHERE {_FILTER}""",
+        p,
+    ).fetchall()[0]
+
+    recovery = None
+    if ladders_total:
+        recovery = {
+            "ladders": ladders_total,
+            "recovered": recovered_total,
+            "rate": round(recovered_total / ladders_total, 4),
+            "interval": wilson(con, recovered_total, ladders_total),
+            "inside_wedged_windows": {"ladders": ladders_in_wedge, "recovered": recovered_in_wedge},
+        }
+
+    sizing = {
+        "models": models,
+        "eligible_incidents": eligible,
+        "eligible_by_trigger": by_trigger or {},
+        "wedged_or_down_failures": wedged,
+        "tool_sessions": tool_sessions,
+        "sessions_affected": affected,
+        "sessions_affected_share": round(affected / tool_sessions, 4) if tool_sessions else 0.0,
+        "sessions_lost": lost_all,
+        "sessions_lost_to_eligible": lost_eligible,
+        "sessions_lost_to_wedged_or_down": lost_wedged,
+        "sessions_lost_by_class": lost_by_class,
+        "turns_per_lost_session": round(turns_per_lost, 1) if turns_per_lost else None,
+        "baseline": {k: baseline.get(k, 0) for k in ("retried-ok", "retried-failed", "moved-on", "session-ended")},
+        "ladder_recovery": recovery,
+        "ladder_rungs": rungs,
+    }
+    sizing["conclusion"] = conclusion(sizing)
+    return sizing
+
+
+def conclusion(s: dict[str, Any]) -> str:
+    """One plain sentence: what the ladder would have saved."""
+    lost = s["sessions_lost_to_eligible"]
+    wedged = s["sessions_lost_to_wedged_or_down"]
+    tail = (f"; {wedged} more were lost to wedged or down pods, which no retry fixes" if wedged else "")
+    rec = s["ladder_recovery"]
+    if not s["models"]:
+        return "No GLM traffic in the selected range."
+    if rec is None:
+        b = s["baseline"]
+        return (
+            f"No ladder data yet: {lost} GLM tool sessions ended on a ladder-eligible failure "
+            f"({b['retried-ok']} of {s['eligible_incidents']} eligible failures were rescued by a client retry)"
+            f"{tail}."
+        )
+    low, high = rec["interval"]
+    saved = round(lost * rec["rate"])
+    return (
+        f"The ladder would have saved about {saved} of {lost} GLM tool sessions lost to ladder-eligible "
+        f"failures (measured recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, "
+        f"over {rec['ladders']} ladder runs){tail}."
+    )

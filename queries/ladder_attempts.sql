@@ -1,0 +1,31 @@
+-- view: ladder_attempts
+-- title: Every call the fallback ladder made
+-- One row per attempt of every ladder run logged by a proxy using
+-- analyzer.online (the `ladder` field of its response records): the original call
+-- (rung `original`, attempt_no 1) and each retry rung, with its status, class,
+-- latency and tokens. `source` is `proxy` for production logs.
+WITH runs AS (
+    SELECT request_id, session_id, ts, model, in_wedged_window, in_down_window,
+           ladder ->> 'trigger' AS trigger,
+           ladder ->> 'outcome' AS outcome,
+           ladder ->> 'recovered_at' AS recovered_at,
+           json_transform(ladder -> '$.attempts',
+               '[{"rung": "VARCHAR", "status": "INTEGER", "incident_class": "VARCHAR",
+                  "latency_ms": "BIGINT", "finish_reason": "VARCHAR", "prompt_tokens": "BIGINT",
+                  "completion_tokens": "BIGINT", "error": "VARCHAR"}]') AS attempts
+    FROM turns
+    WHERE ladder IS NOT NULL AND json_type(ladder) = 'OBJECT'
+)
+SELECT request_id, session_id, ts, model, trigger, outcome, recovered_at,
+       in_wedged_window, in_down_window,
+       i AS attempt_no,
+       attempts[i].rung AS rung,
+       attempts[i].status AS status,
+       attempts[i].incident_class AS incident_class,
+       attempts[i].latency_ms AS latency_ms,
+       attempts[i].finish_reason AS finish_reason,
+       attempts[i].prompt_tokens AS prompt_tokens,
+       attempts[i].completion_tokens AS completion_tokens,
+       attempts[i].error AS error,
+       'proxy' AS source
+FROM runs, range(1, len(attempts) + 1) AS r(i)
