@@ -170,9 +170,41 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m002_replay_attempts(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- Ladder attempts made by `analyze replay`: failed requests captured in full
+        -- mode, re-sent through analyzer.online.run_ladder to a test endpoint.
+        -- Same shape as a proxy's `ladder.attempts`; ladder_attempts unions them
+        -- with source = 'replay'.
+        CREATE TABLE replay_attempts (
+            request_id        VARCHAR NOT NULL,
+            ts                TIMESTAMP NOT NULL,   -- the original turn's request time
+            session_id        VARCHAR,
+            model             VARCHAR,
+            trigger           VARCHAR,              -- the original turn's ladder trigger
+            outcome           VARCHAR,
+            recovered_at      VARCHAR,
+            attempt_no        INTEGER NOT NULL,
+            rung              VARCHAR NOT NULL,
+            status            INTEGER,
+            incident_class    VARCHAR,
+            latency_ms        BIGINT,
+            finish_reason     VARCHAR,
+            prompt_tokens     BIGINT,
+            completion_tokens BIGINT,
+            error             VARCHAR,
+            endpoint          VARCHAR,              -- where it was replayed (no credentials)
+            replayed_at       TIMESTAMP
+        );
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
+    ("002_replay_attempts", _m002_replay_attempts),
 ]
 
 

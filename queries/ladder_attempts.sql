@@ -3,7 +3,8 @@
 -- One row per attempt of every ladder run logged by a proxy using
 -- analyzer.online (the `ladder` field of its response records): the original call
 -- (rung `original`, attempt_no 1) and each retry rung, with its status, class,
--- latency and tokens. `source` is `proxy` for production logs.
+-- latency and tokens. `source` is `proxy` for production logs, `replay` for the
+-- attempts `analyze replay` made (table replay_attempts).
 WITH runs AS (
     SELECT request_id, session_id, ts, model, in_wedged_window, in_down_window,
            ladder ->> 'trigger' AS trigger,
@@ -29,3 +30,10 @@ SELECT request_id, session_id, ts, model, trigger, outcome, recovered_at,
        attempts[i].error AS error,
        'proxy' AS source
 FROM runs, range(1, len(attempts) + 1) AS r(i)
+UNION ALL
+SELECT a.request_id, a.session_id, a.ts, a.model, a.trigger, a.outcome, a.recovered_at,
+       coalesce(t.in_wedged_window, false), coalesce(t.in_down_window, false),
+       a.attempt_no, a.rung, a.status, a.incident_class, a.latency_ms, a.finish_reason,
+       a.prompt_tokens, a.completion_tokens, a.error, 'replay' AS source
+FROM replay_attempts a
+LEFT JOIN turns t ON t.request_id = a.request_id AND t.ts = a.ts
