@@ -103,6 +103,9 @@ _RESET_EXCEPTIONS = frozenset(
      "IncompleteRead", "ProtocolError", "WriteError"}
 )
 _TIMEOUT_EXCEPTIONS = frozenset({"ReadTimeout", "TimeoutException", "TimeoutError", "WriteTimeout", "PoolTimeout"})
+# Raised by this module's own request validation before any model call: the
+# client's request was refused, nothing upstream failed.
+_REJECTED_EXCEPTIONS = frozenset({"ThinkingBudgetError"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +199,10 @@ def decide(f: TurnFeatures) -> Decision:
             return done(RATE_LIMITED, "status")
         if 400 <= status < 500:
             return done(CLIENT_ERROR, "status")
+        # 1xx/3xx the proxy relays as 502 like any other upstream failure.
         # A missing provider key is the proxy's own fault, not the upstream's:
         # no payload change can fix it, so it is never ladder-eligible.
-        if f.tool_history and kind in (None, ERROR_HTTP):
+        if status >= 500 and f.tool_history and kind in (None, ERROR_HTTP):
             return done(TOOL_HISTORY_5XX, "status", "tool_history")
         return done(OTHER_5XX, "status", "tool_history")
 
@@ -265,6 +269,8 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
             return ERROR_RESET, None
         if name in _TIMEOUT_EXCEPTIONS:
             return ERROR_TIMEOUT, None
+        if name in _REJECTED_EXCEPTIONS:
+            return ERROR_REJECTED, 400
     lowered = text.lower()
     if "unknown model" in lowered or "not routable" in lowered or "no provider" in lowered:
         return ERROR_REJECTED, 400

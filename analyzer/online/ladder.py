@@ -64,6 +64,8 @@ FINAL_ANSWER_PROMPT = (
 
 # Keys that offer tools to the model (OpenAI current and legacy spellings).
 _TOOL_KEYS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"})
+# Message keys that carry tool structure inside a transcript.
+_MESSAGE_TOOL_KEYS = frozenset({"tool_calls", "function_call", "tool_call_id"})
 
 # Outcomes recorded on a LadderResult.
 NOT_TRIGGERED = "not-triggered"
@@ -72,6 +74,10 @@ EXHAUSTED = "exhausted"  # every rung was tried and failed
 ATTEMPT_LIMIT = "attempt-limit"  # max_attempts reached before the rungs ran out
 TIME_BUDGET = "time-budget"  # the total time budget ran out
 TRANSPORT_ERROR = "transport-error"  # a rung call raised; the upstream is unreachable
+
+
+class BudgetExceeded(TimeoutError):
+    """The ladder's total time budget ran out during a rung call (async runner)."""
 
 
 Send = Callable[[dict], tuple]
@@ -183,6 +189,10 @@ def flatten_messages(messages: Any) -> list:
         elif role in ("tool", "function"):
             name = names.get(m.get("tool_call_id", ""), m.get("name") or "tool")
             out.append({"role": "user", "content": f"[Result of the tool {name}]\n{_text_of(m.get('content'))}"})
+        elif "tool_calls" in m or "function_call" in m or "tool_call_id" in m:
+            # Empty leftovers (the ``tool_calls: []`` vLLM returns on a plain answer,
+            # which agents echo back): drop the keys so no tool structure remains.
+            out.append({k: v for k, v in m.items() if k not in _MESSAGE_TOOL_KEYS})
         else:
             out.append(m)
     return out
@@ -279,7 +289,7 @@ def _ladder_steps(
         rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve)
         status, headers, body, latency, exc = yield (rung, rung_payload, left)
         if exc is not None:
-            cls = TIMEOUT if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else None
+            cls = TIMEOUT if isinstance(exc, BudgetExceeded) else None
             f = features_from_exchange(rung_payload, None, None, exc)
             result.attempts.append(_attempt(rung, f, None, None, latency, exc, cls))
             result.outcome = TIME_BUDGET if cls == TIMEOUT else TRANSPORT_ERROR
@@ -403,7 +413,13 @@ async def arun_ladder(
             t0 = clock()
             try:
                 call = send(body_payload)
-                status, headers, body = await (call if left is None else asyncio.wait_for(call, left))
+                if left is None:
+                    status, headers, body = await call
+                else:
+                    try:
+                        status, headers, body = await asyncio.wait_for(call, left)
+                    except asyncio.TimeoutError as exc:
+                        raise BudgetExceeded(f"ladder time budget ran out after {_ms(clock() - t0)} ms") from exc
                 outcome: _Outcome = (status, headers, body, _ms(clock() - t0), None)
             except Exception as exc:  # noqa: BLE001 - every transport failure is an attempt
                 outcome = (None, None, None, _ms(clock() - t0), exc)

@@ -40,7 +40,8 @@ def log_fields(
         final_class         str          class of the answer passed on
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
-                                            latency_ms, finish_reason, prompt_tokens,
+                                            latency_ms, finish_reason, has_content,
+                                            has_tool_calls, prompt_tokens,
                                             completion_tokens, error}]}
     """
     final = features_from_exchange(payload, status, body, error)

@@ -39,8 +39,13 @@ def thinking_family(model: str, families: Mapping[str, tuple[str, ...]] | None =
     """The thinking-key family of a model name (``glm-5`` -> ``glm``), or None."""
     table = THINKING_KEYS if families is None else families
     name = (model or "").lower().rsplit("/", 1)[-1]
+    # A name that starts with a family wins over one that merely contains another
+    # (``deepseek-r1-distill-qwen`` is deepseek, not qwen).
     for family in table:
-        if name.startswith(family) or f"-{family}" in name or f"_{family}" in name:
+        if name.startswith(family):
+            return family
+    for family in table:
+        if f"-{family}" in name or f"_{family}" in name:
             return family
     return None
 

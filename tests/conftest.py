@@ -1,0 +1,54 @@
+"""Shared fixtures. Add new ones under a section header of their own.
+
+Servers started here bind 127.0.0.1 only and are stopped when the test ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.support.proxy import LadderProxy
+from tests.support.upstream import FaultyUpstream
+
+# ---------------------------------------------------------------------------
+# Loopback servers: the fault-injecting upstream and the ladder proxy
+
+
+@pytest.fixture
+def upstream() -> Iterator[FaultyUpstream]:
+    """A running fault-injecting upstream; set ``upstream.script`` per test.
+
+    Answers every request with a healthy completion until scripted otherwise.
+    """
+    with FaultyUpstream() as server:
+        yield server
+        # A script that raised answered 599; fail the test that wrote it.
+        assert not server.script_errors, f"upstream script raised: {server.script_errors!r}"
+
+
+@pytest.fixture
+def make_proxy(tmp_path, upstream) -> Iterator[Callable[..., LadderProxy]]:
+    """Start a ladder proxy: ``make_proxy(flatten=True, max_attempts=5, ...)``.
+
+    It forwards to the ``upstream`` fixture unless ``upstream_url`` is given, and
+    writes its JSONL log under ``tmp_path`` (``proxy.log_path``).
+    """
+    started: list[LadderProxy] = []
+
+    def make(upstream_url: str | None = None, **options: Any) -> LadderProxy:
+        log_path = tmp_path / f"proxy-{len(started)}.jsonl"
+        proxy = LadderProxy(upstream_url or upstream.chat_url, log_path, **options).start()
+        started.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.fixture
+def proxy(make_proxy) -> LadderProxy:
+    """A ladder proxy with default options in front of ``upstream``."""
+    return make_proxy()
