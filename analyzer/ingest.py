@@ -101,17 +101,20 @@ class IngestReport:
 
 
 def _lines_sql(form: str) -> str:
-    """SQL yielding (file, line_no, line, is_stdout) for a batch in ``$files``."""
+    """SQL yielding (file, n, line, from_stdout) for the batch in ``$files``.
+
+    ``n`` numbers the lines of the whole batch in file order; a file's line number
+    is ``n`` minus the file's first ``n`` plus one.
+    """
     if form == PARQUET:
         return """
-            SELECT filename AS file, file_row_number + 1 AS line_no, entry AS line, false AS from_stdout
+            SELECT filename AS file, file_row_number + 1 AS n, entry AS line, false AS from_stdout
             FROM read_parquet($files, filename = true, file_row_number = true)
         """
     # read_csv with a NUL delimiter and no quoting is a fast, parallel line reader;
     # WITH ORDINALITY numbers lines in file order, across the files of the batch.
     return f"""
-        SELECT file, n - min(n) OVER (PARTITION BY file) + 1 AS line_no, line,
-               {'true' if form == KUBECTL else 'false'} AS from_stdout
+        SELECT file, n, line, {'true' if form == KUBECTL else 'false'} AS from_stdout
         FROM read_csv($files, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '',
                       escape = '', header = false, auto_detect = false, filename = true,
                       max_line_size = {MAX_LINE_BYTES}, strict_mode = false)
@@ -119,93 +122,133 @@ def _lines_sql(form: str) -> str:
     """
 
 
-def _stage_sql(form: str) -> str:
-    struct = json.dumps(RECORD_STRUCT).replace("'", "''")
+def _candidates_sql(form: str) -> str:
+    """Lines with their record text: the JSON after a kubectl prefix, or the line itself."""
     return f"""
-    CREATE OR REPLACE TEMP TABLE stage AS
-    WITH lines AS ({_lines_sql(form)}),
-    cut AS (
-        SELECT file, line_no, line, from_stdout,
-               CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx
-        FROM lines
-    ),
-    cand AS (
-        SELECT file, line_no, line, from_stdout, pfx,
+        SELECT file, n, line, pfx,
                CASE WHEN pfx <> '' THEN substr(line, length(pfx) + 1)
                     WHEN NOT from_stdout THEN line END AS candidate
-        FROM cut
-    ),
-    parsed AS (
-        SELECT *, try(json_transform(candidate, '{struct}')) AS j
-        FROM cand
-    )
-    SELECT f.file_id, p.line_no, p.line, p.candidate, p.pfx, p.from_stdout, p.j,
-           try_cast(p.j.timestamp AS TIMESTAMP) AS ts,
-           CASE
-             WHEN p.line IS NULL OR trim(p.line) = '' THEN 'blank'
-             WHEN p.candidate IS NULL THEN 'free_text'
-             WHEN p.j IS NULL THEN 'malformed JSON (invalid or cut-off line)'
-             WHEN NOT starts_with(ltrim(p.candidate), '{{') THEN 'not a JSON object'
-             WHEN p.j.type IS NULL OR p.j.type NOT IN {RECORD_TYPES} THEN 'not a proxy record (no request/response/system_prompt type)'
-             WHEN try_cast(p.j.timestamp AS TIMESTAMP) IS NULL THEN 'no valid timestamp'
-             ELSE 'ok'
-           END AS verdict
-    FROM parsed p JOIN batch_files f ON f.path = p.file
+        FROM (SELECT *, CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx
+              FROM ({_lines_sql(form)}))
     """
 
 
-_INSERT_RECORDS = """
-INSERT INTO records
-SELECT
-    s.ts, s.j.type, s.j.request_id, s.j.session_id, s.j.client, s.j.provider, s.j.model, s.j.origin,
-    s.j.message_count, s.j.tools_count, s.j.enable_thinking,
-    CASE WHEN s.j.tool_results_this_turn IS NULL OR json_type(s.j.tool_results_this_turn) <> 'ARRAY' THEN NULL
-         ELSE json_array_length(s.j.tool_results_this_turn) END,
-    md5(s.j.user_message_this_turn),
-    s.j.messages IS NOT NULL,
+# The typed hot columns of `records`, computed from the parsed record `j`.
+_HOT_COLUMNS = """
+    try_cast(j.timestamp AS TIMESTAMP) AS ts, j.type AS type, j.request_id AS request_id,
+    j.session_id AS session_id, j.client AS client, j.provider AS provider, j.model AS model,
+    j.origin AS origin,
+    j.message_count AS message_count, j.tools_count AS tools_count, j.enable_thinking AS enable_thinking,
+    CASE WHEN j.tool_results_this_turn IS NULL OR json_type(j.tool_results_this_turn) <> 'ARRAY' THEN NULL
+         ELSE json_array_length(j.tool_results_this_turn) END AS tool_results_count,
+    md5(j.user_message_this_turn) AS prompt_md5,
+    j.messages IS NOT NULL AS has_messages,
     -- The same test as analyzer.online.has_tool_history: a tool/function message,
     -- or an assistant message with tool calls, anywhere in the transcript.
-    CASE WHEN s.j.messages IS NULL THEN NULL ELSE coalesce(list_bool_or(list_transform(s.j.messages,
+    CASE WHEN j.messages IS NULL THEN NULL ELSE coalesce(list_bool_or(list_transform(j.messages,
         lambda m: m.role IN ('tool', 'function')
              OR (m.role = 'assistant' AND ((json_type(m.tool_calls) = 'ARRAY' AND json_array_length(m.tool_calls) > 0)
-                                           OR (m.function_call IS NOT NULL AND json_type(m.function_call) <> 'NULL'))))), false) END,
-    s.j.latency_ms, s.j.has_content, s.j.has_tool_calls, s.j.has_reasoning_content,
-    CASE WHEN json_type(s.j.tool_calls) = 'ARRAY' THEN json_array_length(s.j.tool_calls) END,
-    length(s.j.content), length(s.j.reasoning_content),
-    s.j.tokens.prompt_tokens, s.j.tokens.completion_tokens, s.j.tokens.prompt_tokens_details.cached_tokens,
-    s.j.error, s.j.upstream_headers,
-    s.j.log_fields_version, s.j.upstream_status, s.j.finish_reason, s.j.max_tokens, s.j.thinking_token_budget,
-    s.j.tool_history, s.j.incident_class, s.j.final_class, s.j.ladder,
-    s.j.system_sha256,
-    s.pfx <> '' AND contains(s.candidate, '…(+') AS truncated,
-    s.file_id, s.line_no, s.candidate
-FROM stage s
-WHERE s.verdict = 'ok'
-  AND NOT EXISTS (
-      SELECT 1 FROM records r
-      WHERE r.ts = s.ts AND r.type = s.j.type
-        AND r.request_id IS NOT DISTINCT FROM s.j.request_id
-        AND r.system_sha256 IS NOT DISTINCT FROM s.j.system_sha256)
-QUALIFY row_number() OVER (
-    PARTITION BY s.ts, s.j.type, s.j.request_id, s.j.system_sha256
-    ORDER BY (s.pfx <> '' AND contains(s.candidate, '…(+')), s.file_id, s.line_no) = 1
+                                           OR (m.function_call IS NOT NULL AND json_type(m.function_call) <> 'NULL'))))),
+        false) END AS messages_tool_history,
+    j.latency_ms AS latency_ms, j.has_content AS has_content, j.has_tool_calls AS has_tool_calls,
+    j.has_reasoning_content AS has_reasoning,
+    CASE WHEN json_type(j.tool_calls) = 'ARRAY' THEN json_array_length(j.tool_calls) END AS tool_call_count,
+    length(j.content) AS content_chars, length(j.reasoning_content) AS reasoning_chars,
+    j.tokens.prompt_tokens AS prompt_tokens, j.tokens.completion_tokens AS completion_tokens,
+    j.tokens.prompt_tokens_details.cached_tokens AS cached_tokens,
+    j.error AS error, j.upstream_headers AS upstream_headers,
+    j.log_fields_version AS log_fields_version, j.upstream_status AS upstream_status,
+    j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
+    j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
+    j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
+    j.system_sha256 AS system_sha256
 """
+
+
+def _stage_sql(form: str) -> str:
+    """Pass 1: parse every line once; keep its verdict, provenance and typed columns.
+
+    The big record text is not kept here (memory); pass 2 reads it again for the
+    lines that win de-duplication.
+    """
+    struct = json.dumps(RECORD_STRUCT).replace("'", "''")
+    numbering = "n" if form == PARQUET else "n - min(n) OVER (PARTITION BY file) + 1"
+    return f"""
+    CREATE OR REPLACE TEMP TABLE stage AS
+    WITH parsed AS (
+        SELECT file, n, line, pfx, candidate,
+               try(json_transform(candidate, '{struct}')) AS j
+        FROM ({_candidates_sql(form)})
+    ),
+    judged AS (
+        SELECT *,
+               pfx <> '' AND contains(candidate, '…(+') AS truncated,
+               CASE
+                 WHEN line IS NULL OR trim(line) = '' THEN 'blank'
+                 WHEN candidate IS NULL THEN 'free_text'
+                 WHEN j IS NULL THEN 'malformed JSON (invalid or cut-off line)'
+                 WHEN NOT starts_with(ltrim(candidate), '{{') THEN 'not a JSON object'
+                 WHEN j.type IS NULL OR j.type NOT IN {RECORD_TYPES}
+                      THEN 'not a proxy record (no request/response/system_prompt type)'
+                 WHEN try_cast(j.timestamp AS TIMESTAMP) IS NULL THEN 'no valid timestamp'
+                 ELSE 'ok'
+               END AS verdict
+        FROM parsed
+    ),
+    typed AS (
+        SELECT file, n, truncated, verdict,
+               CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
+               {_HOT_COLUMNS}
+        FROM judged
+    )
+    SELECT f.file_id, {numbering} AS line_no, t.*
+    FROM typed t JOIN batch_files f ON f.path = t.file
+    """
+
 
 # A full copy arriving after a truncated stdout copy replaces it.
 _DROP_TRUNCATED_SUPERSEDED = """
 DELETE FROM records r
 WHERE r.truncated AND EXISTS (
     SELECT 1 FROM stage s
-    WHERE s.verdict = 'ok' AND NOT (s.pfx <> '' AND contains(s.candidate, '…(+'))
-      AND r.ts = s.ts AND r.type = s.j.type
-      AND r.request_id IS NOT DISTINCT FROM s.j.request_id
-      AND r.system_sha256 IS NOT DISTINCT FROM s.j.system_sha256)
+    WHERE s.verdict = 'ok' AND NOT s.truncated
+      AND r.ts = s.ts AND r.type = s.type
+      AND r.request_id IS NOT DISTINCT FROM s.request_id
+      AND r.system_sha256 IS NOT DISTINCT FROM s.system_sha256)
 """
 
-_INSERT_QUARANTINE = f"""
+# The lines to store: new keys only, one line per key (a full copy before a truncated one).
+_WINNERS = """
+CREATE OR REPLACE TEMP TABLE winners AS
+SELECT s.file, s.n
+FROM stage s
+WHERE s.verdict = 'ok'
+  AND NOT EXISTS (
+      SELECT 1 FROM records r
+      WHERE r.ts = s.ts AND r.type = s.type
+        AND r.request_id IS NOT DISTINCT FROM s.request_id
+        AND r.system_sha256 IS NOT DISTINCT FROM s.system_sha256)
+QUALIFY row_number() OVER (
+    PARTITION BY s.ts, s.type, s.request_id, s.system_sha256
+    ORDER BY s.truncated, s.file_id, s.line_no) = 1
+"""
+
+
+def _insert_records_sql(form: str) -> str:
+    """Pass 2: store the winning lines: typed columns from the stage, the text read again."""
+    return f"""
+    INSERT INTO records BY NAME
+    SELECT s.* EXCLUDE (file, n, verdict, snippet), c.candidate AS raw
+    FROM ({_candidates_sql(form)}) c
+    JOIN winners w ON w.file = c.file AND w.n = c.n
+    JOIN stage s ON s.file = c.file AND s.n = c.n
+    """
+
+
+_INSERT_QUARANTINE = """
 INSERT INTO quarantine
-SELECT s.file_id, f.path, s.line_no, s.verdict, left(s.line, {SNIPPET_CHARS})
-FROM stage s JOIN batch_files f USING (file_id)
+SELECT s.file_id, s.file, s.line_no, s.verdict, s.snippet
+FROM stage s
 WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
 """
 
@@ -326,14 +369,15 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
         bad = sum(s[2] for s in stats.values())
         if strict and bad:
             first = con.execute(
-                "SELECT f.path, s.line_no, s.verdict FROM stage s JOIN batch_files f USING (file_id) "
-                "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY f.path, s.line_no LIMIT 1"
+                "SELECT s.file, s.line_no, s.verdict FROM stage s "
+                "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, s.line_no LIMIT 1"
             ).fetchall()[0]
             raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)")
         before = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_DROP_TRUNCATED_SUPERSEDED)
         after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
-        con.execute(_INSERT_RECORDS)
+        con.execute(_WINNERS)
+        con.execute(_insert_records_sql(form), {"files": paths})
         after = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_INSERT_QUARANTINE)
         for (f, _), (file_id, _path) in zip(batch, rows):
@@ -348,6 +392,7 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
             report.quarantined += quarantined
             report.free_text += free_text
         con.execute("DROP TABLE stage")
+        con.execute("DROP TABLE winners")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

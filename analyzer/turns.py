@@ -98,3 +98,19 @@ def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
         con.execute("ROLLBACK")
         raise
     return report
+
+
+def snapshot_turns(con: duckdb.DuckDBPyConnection) -> int:
+    """Materialize the ``turns`` view for this connection; return its row count.
+
+    Creates a temporary table ``turns`` that shadows the view for the rest of this
+    connection, so every view built on ``turns`` (incidents, sessions, ladder_*)
+    reads the snapshot instead of recomputing the pairing and classification per
+    query. A summary or a report runs many queries over the same turns; this makes
+    them one pass. Call it after :func:`refresh_turns`; the snapshot does not see
+    records ingested later on this connection (call it again).
+    """
+    db = con.execute("SELECT current_database()").fetchall()[0][0]
+    con.execute("DROP TABLE IF EXISTS temp.main.turns")
+    con.execute(f'CREATE TEMP TABLE turns AS SELECT * FROM "{db}".main.turns')
+    return con.execute("SELECT count(*) FROM temp.main.turns").fetchall()[0][0]
