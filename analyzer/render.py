@@ -46,18 +46,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         )
     out.print(models)
 
-    classes = Table(title="Incident classes (count and share of the model's turns)", title_justify="left")
-    classes.add_column("class")
-    for m in summary["models"]:
-        classes.add_column(str(m["model"]), justify="right")
-    classes.add_column("all", justify="right")
-    for cls, total in summary["classes"].items():
-        cells = []
-        for m in summary["models"]:
-            v = m["classes"].get(cls)
-            cells.append(f"{v['count']:,} ({_pct(v['rate'])})" if v else "-")
-        classes.add_row(cls, *cells, f"{total['count']:,} ({_pct(total['rate'])})")
-    out.print(classes)
+    out.print(_class_table(summary))
 
     inf = summary["inferred"]
     out.print(
@@ -115,3 +104,29 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
     else:
         out.print("  no ladder data yet (no response records carry analyzer.online's `ladder` field)")
     out.print(f"[bold]{s['conclusion']}[/]")
+
+
+def _class_table(summary: dict[str, Any]) -> Table:
+    """Classes by row; GLM models each in a column (GLM first), other models together."""
+    from .summary import is_glm
+
+    glm = [m for m in summary["models"] if is_glm(m["model"])]
+    others = [m for m in summary["models"] if not is_glm(m["model"])]
+    groups: list[tuple[str, list[dict]]] = [(str(m["model"]), [m]) for m in glm[:4]]
+    if len(glm) > 4:
+        groups.append((f"other GLM ({len(glm) - 4})", glm[4:]))
+    if others:
+        groups.append((f"other models ({len(others)})", others))
+    t = Table(title="Incident classes: count · share of the column's turns", title_justify="left")
+    t.add_column("class")
+    for name, _ in groups:
+        t.add_column(name, justify="right")
+    t.add_column("all", justify="right")
+    totals = {name: sum(m["turns"] for m in ms) for name, ms in groups}
+    for cls, total in summary["classes"].items():
+        cells = []
+        for name, ms in groups:
+            n = sum(m["classes"].get(cls, {}).get("count", 0) for m in ms)
+            cells.append(f"{n:,} · {_pct(n / totals[name])}" if n else "-")
+        t.add_row(cls, *cells, f"{total['count']:,} · {_pct(total['rate'])}")
+    return t

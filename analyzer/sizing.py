@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 
+from .online.ladder import TOOL_TRIGGERS
 from .summary import is_glm
 
 def _filter(ts: str = "ts", model: str = "model") -> str:
@@ -118,11 +119,14 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
                    count(*) FILTER (WHERE NOT in_wedged_window AND recovered_at IS NOT NULL),
                    count(*) FILTER (WHERE in_wedged_window),
                    count(*) FILTER (WHERE in_wedged_window AND recovered_at IS NOT NULL)
-            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model FROM ladder_attempts)
-            WHERE {_FILTER}""",
-        p,
+            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model, trigger
+                  FROM ladder_attempts)
+            WHERE {_FILTER} AND list_contains($tool_triggers, trigger)""",
+        {**p, "tool_triggers": list(TOOL_TRIGGERS)},
     ).fetchall()[0]
 
+    # The headline rate is the tool-session ladder's (the fix being sized); the
+    # opt-in length ladder is reported per rung only.
     recovery = None
     if ladders_total:
         recovery = {

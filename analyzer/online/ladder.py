@@ -51,6 +51,9 @@ FLATTEN_TRANSCRIPT = "flatten_transcript"
 THINKING_BUDGET = "thinking_budget"
 DISABLE_THINKING = "disable_thinking"
 
+#: The classes that start the tool-session ladder (the fix being sized).
+TOOL_TRIGGERS: tuple[str, ...] = (TOOL_HISTORY_5XX, EMPTY_200_STOP)
+
 #: The tool-session rungs, in order; ``flatten_transcript`` is opt-in.
 DEFAULT_RUNGS: tuple[str, ...] = (TOOL_CHOICE_NONE, DROP_TOOLS, FINAL_ANSWER)
 ALL_RUNGS: tuple[str, ...] = DEFAULT_RUNGS + (FLATTEN_TRANSCRIPT,)
