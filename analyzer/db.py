@@ -34,7 +34,6 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
             fingerprint  VARCHAR,                  -- sha256 of size + first/last 64 KiB
             lines        BIGINT,                   -- lines (or Parquet rows) read
             records      BIGINT,                   -- proxy records found
-            new_records  BIGINT,                   -- of which not seen before
             quarantined  BIGINT,                   -- lines set aside as malformed
             free_text    BIGINT,                   -- kubectl lines that are not records
             ingested_at  TIMESTAMP

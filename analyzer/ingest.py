@@ -100,21 +100,48 @@ class IngestReport:
         return dict(self.__dict__)
 
 
-def _lines_sql(form: str) -> str:
+# How a batch's lines are read: `text` (read_text, then split: fastest for many
+# small chunk files), `lines` (read_csv as a line reader: streams big and gzip
+# files), `parquet` (the `entry` column), `python` (a fallback for files DuckDB
+# refuses, e.g. invalid UTF-8: decoded with replacement characters).
+TEXT, LINES, PQ, PYTHON = "text", "lines", "parquet", "python"
+TEXT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def reader_for(f: SourceFile) -> str:
+    """The reader for a file: by form, compression and size."""
+    if f.form == PARQUET:
+        return PQ
+    if f.path.endswith(".gz") or f.size > TEXT_MAX_BYTES:
+        return LINES
+    return TEXT
+
+
+def _lines_sql(form: str, reader: str) -> str:
     """SQL yielding (file, n, line, from_stdout) for the batch in ``$files``.
 
-    ``n`` numbers the lines of the whole batch in file order; a file's line number
-    is ``n`` minus the file's first ``n`` plus one.
+    ``n`` is the line number within the file for the text, Parquet and Python
+    readers; for the `lines` reader it numbers the lines of the whole batch in
+    file order (the stage turns it into a per-file number).
     """
-    if form == PARQUET:
+    stdout = "true" if form == KUBECTL else "false"
+    if reader == PQ:
         return """
             SELECT filename AS file, file_row_number + 1 AS n, entry AS line, false AS from_stdout
             FROM read_parquet($files, filename = true, file_row_number = true)
         """
+    if reader == TEXT:
+        return f"""
+            SELECT file, unnest(lines) AS line, generate_subscripts(lines, 1) AS n, {stdout} AS from_stdout
+            FROM (SELECT filename AS file, string_split(rtrim(content, chr(10)), chr(10)) AS lines
+                  FROM read_text($files))
+        """
+    if reader == PYTHON:
+        return f"SELECT file, n, line, {stdout} AS from_stdout FROM _python_lines"
     # read_csv with a NUL delimiter and no quoting is a fast, parallel line reader;
     # WITH ORDINALITY numbers lines in file order, across the files of the batch.
     return f"""
-        SELECT file, n, line, {'true' if form == KUBECTL else 'false'} AS from_stdout
+        SELECT file, n, line, {stdout} AS from_stdout
         FROM read_csv($files, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '',
                       escape = '', header = false, auto_detect = false, filename = true,
                       max_line_size = {MAX_LINE_BYTES}, strict_mode = false)
@@ -122,15 +149,32 @@ def _lines_sql(form: str) -> str:
     """
 
 
-def _candidates_sql(form: str) -> str:
+def _candidates_sql(form: str, reader: str) -> str:
     """Lines with their record text: the JSON after a kubectl prefix, or the line itself."""
     return f"""
         SELECT file, n, line, pfx,
                CASE WHEN pfx <> '' THEN substr(line, length(pfx) + 1)
                     WHEN NOT from_stdout THEN line END AS candidate
         FROM (SELECT *, CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx
-              FROM ({_lines_sql(form)}))
+              FROM ({_lines_sql(form, reader)}))
     """
+
+
+def _register_python_lines(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """Read files in Python for the fallback reader (gzip aware, lossy decoding)."""
+    import gzip
+
+    import pyarrow as pa
+
+    files, numbers, lines = [], [], []
+    for path in paths:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            for i, raw in enumerate(f, start=1):
+                files.append(path)
+                numbers.append(i)
+                lines.append(raw.rstrip(b"\r\n").decode("utf-8", errors="replace").replace("\x00", "\ufffd"))
+    con.register("_python_lines", pa.table({"file": files, "n": numbers, "line": lines}))
 
 
 # The typed hot columns of `records`, computed from the parsed record `j`.
@@ -165,20 +209,20 @@ _HOT_COLUMNS = """
 """
 
 
-def _stage_sql(form: str) -> str:
+def _stage_sql(form: str, reader: str) -> str:
     """Pass 1: parse every line once; keep its verdict, provenance and typed columns.
 
     The big record text is not kept here (memory); pass 2 reads it again for the
     lines that win de-duplication.
     """
     struct = json.dumps(RECORD_STRUCT).replace("'", "''")
-    numbering = "n" if form == PARQUET else "n - min(n) OVER (PARTITION BY file) + 1"
+    numbering = "n - min(n) OVER (PARTITION BY file) + 1" if reader == LINES else "n"
     return f"""
     CREATE OR REPLACE TEMP TABLE stage AS
     WITH parsed AS (
         SELECT file, n, line, pfx, candidate,
                try(json_transform(candidate, '{struct}')) AS j
-        FROM ({_candidates_sql(form)})
+        FROM ({_candidates_sql(form, reader)})
     ),
     judged AS (
         SELECT *,
@@ -234,12 +278,12 @@ QUALIFY row_number() OVER (
 """
 
 
-def _insert_records_sql(form: str) -> str:
+def _insert_records_sql(form: str, reader: str) -> str:
     """Pass 2: store the winning lines: typed columns from the stage, the text read again."""
     return f"""
     INSERT INTO records BY NAME
     SELECT s.* EXCLUDE (file, n, verdict, snippet), c.candidate AS raw
-    FROM ({_candidates_sql(form)}) c
+    FROM ({_candidates_sql(form, reader)}) c
     JOIN winners w ON w.file = c.file AND w.n = c.n
     JOIN stage s ON s.file = c.file AND s.n = c.n
     """
@@ -286,13 +330,13 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
 
 
 def _batches(todo: list[tuple[SourceFile, int | None]]) -> Iterable[list[tuple[SourceFile, int | None]]]:
-    by_form: dict[str, list] = {}
+    groups: dict[tuple[str, str], list] = {}
     for item in todo:
-        by_form.setdefault(item[0].form, []).append(item)
-    for form in (JSONL, KUBECTL, PARQUET):
+        groups.setdefault((item[0].form, reader_for(item[0])), []).append(item)
+    for key in sorted(groups, key=lambda k: ((JSONL, KUBECTL, PARQUET).index(k[0]), k[1])):
         batch: list = []
         size = 0
-        for item in by_form.get(form, []):
+        for item in groups[key]:
             if batch and (size + item[0].size > BATCH_BYTES or len(batch) >= BATCH_FILES):
                 yield batch
                 batch, size = [], 0
@@ -330,7 +374,13 @@ def ingest(
     if progress:
         progress(0, total)
     for batch in _batches(todo):
-        _ingest_batch(con, batch, report, strict)
+        reader = reader_for(batch[0][0])
+        try:
+            _ingest_batch(con, batch, report, strict, reader)
+        except _ReaderRefused:
+            # DuckDB would not read these files as text (e.g. invalid UTF-8): read
+            # them in Python, decoding what it can, so no good line is lost.
+            _ingest_batch(con, batch, report, strict, PYTHON)
         done += sum(f.size for f, _ in batch)
         if progress:
             progress(done, total)
@@ -343,30 +393,66 @@ def ingest(
     return report
 
 
-def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, int | None]], report: IngestReport, strict: bool) -> None:
+def _register_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, int | None]]) -> None:
+    """Give new files ids and lay out the batch as the temp table ``batch_files``."""
+    import pyarrow as pa
+
+    n_new = sum(1 for _, fid in batch if fid is None)
+    new_ids = iter(r[0] for r in con.execute(
+        "SELECT nextval('source_file_ids') FROM range(?)", [n_new]).fetchall()) if n_new else iter(())
+    cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "fingerprint", "is_new")}
+    for f, fid in batch:
+        cols["file_id"].append(fid if fid is not None else next(new_ids))
+        cols["path"].append(f.path)
+        cols["form"].append(f.form)
+        cols["size_bytes"].append(f.size)
+        cols["mtime"].append(f.mtime)
+        cols["fingerprint"].append(f.fingerprint())
+        cols["is_new"].append(fid is None)
+    con.register("_batch_arrow", pa.table(cols))
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE batch_files AS SELECT * FROM _batch_arrow")
+    finally:
+        con.unregister("_batch_arrow")
+
+
+# The registry rows of the batch, with what the stage found in each file.
+_BATCH_REGISTRY = """
+SELECT b.file_id, b.path, b.form, b.size_bytes, b.mtime, b.fingerprint,
+       coalesce(st.lines, 0) AS lines, coalesce(st.records, 0) AS records,
+       coalesce(st.quarantined, 0) AS quarantined, coalesce(st.free_text, 0) AS free_text,
+       $now AS ingested_at, b.is_new
+FROM batch_files b LEFT JOIN ({stats}) st USING (file_id)
+""".replace("{stats}", _FILE_STATS)
+
+
+class _ReaderRefused(Exception):
+    """DuckDB's reader failed on a batch; the batch was rolled back."""
+
+
+def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, int | None]], report: IngestReport,
+                  strict: bool, reader: str) -> None:
     form = batch[0][0].form
     now = datetime.now(timezone.utc).replace(tzinfo=None)
+    paths = [f.path for f, _ in batch]
     con.execute("BEGIN TRANSACTION")
     try:
-        rows = []
-        for f, file_id in batch:
-            if file_id is None:
-                file_id = con.execute("SELECT nextval('source_file_ids')").fetchall()[0][0]
-                con.execute(
-                    "INSERT INTO source_files (file_id, path, form) VALUES (?, ?, ?)", [file_id, f.path, f.form]
-                )
-            else:
-                con.execute("DELETE FROM quarantine WHERE file_id = ?", [file_id])
-            rows.append((file_id, f.path))
-        con.execute("CREATE OR REPLACE TEMP TABLE batch_files (file_id INTEGER, path VARCHAR)")
-        con.executemany("INSERT INTO batch_files VALUES (?, ?)", rows)
-        paths = [f.path for f, _ in batch]
+        _register_batch(con, batch)
+        # A changed file is read whole again: its old quarantine rows go, and
+        # de-duplication keeps its records single.
+        con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM batch_files WHERE NOT is_new)")
+        if reader == PYTHON:
+            _register_python_lines(con, paths)
         try:
-            con.execute(_stage_sql(form), {"files": paths})
+            con.execute(_stage_sql(form, reader), {"files": paths} if reader != PYTHON else None)
         except duckdb.Error as exc:
+            if reader in (TEXT, LINES):
+                raise _ReaderRefused(str(exc)) from exc
             raise InputError(f"cannot read {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}: {exc}") from exc
-        stats = {r[0]: r[1:] for r in con.execute(_FILE_STATS).fetchall()}
-        bad = sum(s[2] for s in stats.values())
+        lines, recs, bad, free_text = con.execute(
+            "SELECT coalesce(sum(lines), 0), coalesce(sum(records), 0), coalesce(sum(quarantined), 0), "
+            f"coalesce(sum(free_text), 0) FROM ({_FILE_STATS})"
+        ).fetchall()[0]
         if strict and bad:
             first = con.execute(
                 "SELECT s.file, s.line_no, s.verdict FROM stage s "
@@ -377,28 +463,31 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
         con.execute(_DROP_TRUNCATED_SUPERSEDED)
         after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_WINNERS)
-        con.execute(_insert_records_sql(form), {"files": paths})
+        con.execute(_insert_records_sql(form, reader), {"files": paths} if reader != PYTHON else None)
         after = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_INSERT_QUARANTINE)
-        for (f, _), (file_id, _path) in zip(batch, rows):
-            lines, recs, quarantined, free_text = stats.get(file_id, (0, 0, 0, 0))
-            con.execute(
-                """UPDATE source_files SET size_bytes = ?, mtime = ?, fingerprint = ?, lines = ?, records = ?,
-                   quarantined = ?, free_text = ?, ingested_at = ? WHERE file_id = ?""",
-                [f.size, f.mtime, f.fingerprint(), lines or 0, recs, quarantined, free_text, now, file_id],
-            )
-            report.lines += lines or 0
-            report.records += recs
-            report.quarantined += quarantined
-            report.free_text += free_text
+        con.execute(
+            f"INSERT INTO source_files BY NAME SELECT * EXCLUDE (is_new) FROM ({_BATCH_REGISTRY}) WHERE is_new", {"now": now}
+        )
+        con.execute(
+            f"""UPDATE source_files s SET size_bytes = r.size_bytes, mtime = r.mtime, fingerprint = r.fingerprint,
+                       lines = r.lines, records = r.records, quarantined = r.quarantined,
+                       free_text = r.free_text, ingested_at = r.ingested_at
+                FROM ({_BATCH_REGISTRY}) r WHERE s.file_id = r.file_id AND NOT r.is_new""",
+            {"now": now},
+        )
         con.execute("DROP TABLE stage")
         con.execute("DROP TABLE winners")
         con.execute("COMMIT")
+        if reader == PYTHON:
+            con.unregister("_python_lines")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    new = after - after_drop
-    replaced = before - after_drop
+    report.lines += lines
+    report.records += recs
+    report.quarantined += bad
+    report.free_text += free_text
     report.files_ingested += len(batch)
-    report.new_records += new - replaced
+    report.new_records += (after - after_drop) - (before - after_drop)
     report.duplicates = report.records - report.new_records

@@ -30,7 +30,7 @@ _SKIP_NAMES = {".DS_Store"}
 _TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out"}
 
 
-@dataclass(frozen=True)
+@dataclass
 class SourceFile:
     """An input file: where it is, its form, and what identifies its content."""
 
@@ -38,22 +38,34 @@ class SourceFile:
     form: str
     size: int
     mtime: float
+    _fingerprint: str | None = None
 
     def fingerprint(self) -> str:
         """sha256 of the size and the first and last 64 KiB: cheap change detection."""
-        h = hashlib.sha256(str(self.size).encode())
-        with open(self.path, "rb") as f:
-            h.update(f.read(_PEEK))
-            if self.size > 2 * _PEEK:
-                f.seek(-_PEEK, os.SEEK_END)
-                h.update(f.read(_PEEK))
-        return h.hexdigest()
+        if self._fingerprint is None:
+            with open(self.path, "rb") as f:
+                self._fingerprint = _fingerprint(f, self.size)
+        return self._fingerprint
+
+
+def _fingerprint(f, size: int, head: bytes | None = None) -> str:
+    h = hashlib.sha256(str(size).encode())
+    h.update(head if head is not None else f.read(_PEEK))
+    if size > 2 * _PEEK:
+        f.seek(-_PEEK, os.SEEK_END)
+        h.update(f.read(_PEEK))
+    return h.hexdigest()
 
 
 def _candidates(arg: str) -> list[Path]:
     p = Path(arg).expanduser()
     if p.is_dir():
-        return sorted(q for q in p.rglob("*") if q.is_file() and _looks_like_input(q))
+        root = p.resolve()
+        found = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            found.extend(Path(dirpath) / n for n in filenames if _looks_like_input(Path(n)))
+        return sorted(found)
     if p.is_file():
         return [p]
     matches = sorted(glob.glob(str(p), recursive=True))
@@ -81,16 +93,20 @@ def _peek(path: Path) -> bytes:
         raise InputError(f"{path}: cannot read: {exc}") from exc
 
 
-def detect_form(path: Path) -> str:
-    """Tell a file's form from its first bytes.
+def detect_form(path: Path, head: bytes | None = None) -> str:
+    """Tell a file's form from its first bytes (``head``: its first 64 KiB, if read).
 
     Raises:
         InputError: the file is not a proxy log in any supported form.
     """
-    with open(path, "rb") as f:
-        if f.read(4) == b"PAR1":
+    if head is None or path.suffix == ".gz":
+        with open(path, "rb") as f:
+            raw = f.read(4)
+        if raw == b"PAR1":
             return PARQUET
-    head = _peek(path)
+        head = _peek(path)
+    elif head[:4] == b"PAR1":
+        return PARQUET
     text = head.decode("utf-8", errors="replace")
     if any(p in text for p in RECORD_PREFIXES):
         return KUBECTL
@@ -116,14 +132,26 @@ def discover(inputs: list[str]) -> list[SourceFile]:
     seen: set[str] = set()
     out: list[SourceFile] = []
     for arg in inputs:
+        if arg.startswith("s3://"):  # mirrored into the local cache first (analyzer.objectstore)
+            from .objectstore import sync_for_ingest
+
+            arg = sync_for_ingest(arg)
         paths = _candidates(arg)
         if not paths:
             raise InputError(f"{arg}: no such file, directory or matching log files")
         for p in paths:
-            real = str(p.resolve())
+            real = os.path.abspath(p)
             if real in seen:
                 continue
             seen.add(real)
-            st = p.stat()
-            out.append(SourceFile(path=real, form=detect_form(p), size=st.st_size, mtime=st.st_mtime))
+            # One open per file: its head tells the form and starts the fingerprint.
+            try:
+                with open(p, "rb") as f:
+                    st = os.fstat(f.fileno())
+                    head = f.read(_PEEK)
+                    fp = _fingerprint(f, st.st_size, head)
+            except OSError as exc:
+                raise InputError(f"{p}: cannot read: {exc}") from exc
+            out.append(SourceFile(path=real, form=detect_form(p, head), size=st.st_size, mtime=st.st_mtime,
+                                  _fingerprint=fp))
     return out

@@ -281,3 +281,18 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
     con = connect(db)
     assert con.execute("SELECT count(*), count(DISTINCT file_id) FROM records").fetchall()[0] == expected
     con.close()
+
+
+def test_invalid_utf8_and_nul_bytes_lose_no_good_line(tmp_path, db):
+    """Files DuckDB refuses as text are read in Python: good lines kept, bad ones quarantined."""
+    recs = _pairs(2)
+    lines = [json.dumps(r).encode() for r in recs]
+    lines[1] = lines[1].replace(b'"answer"', b'"ans\xffwer"')  # invalid UTF-8 inside a string
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n" + b"\x00" * 40 + b"\n")
+    report = run(db, [path])
+    assert report.records == 4 and report.quarantined == 1
+    con = connect(db)
+    assert con.execute("SELECT line_no FROM quarantine").fetchall() == [(5,)]
+    assert con.execute("SELECT count(*) FROM records").fetchall()[0][0] == 4
+    con.close()
