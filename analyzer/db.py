@@ -200,10 +200,25 @@ def _m002_replay_attempts(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m003_build_state(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- What each materialized table (queries/ files headed `-- table:`) was last
+        -- built from, so it is rebuilt only when its inputs changed.
+        CREATE TABLE build_state (
+            name        VARCHAR PRIMARY KEY,
+            signature   VARCHAR NOT NULL,
+            built_at    TIMESTAMP
+        );
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
     ("002_replay_attempts", _m002_replay_attempts),
+    ("003_build_state", _m003_build_state),
 ]
 
 

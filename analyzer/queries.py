@@ -2,7 +2,7 @@
 
 Each file holds one SELECT with a comment header::
 
-    -- view: turns            (or: -- question: NAME, or -- macro: NAME)
+    -- view: turns            (or: -- table: NAME, -- question: NAME, -- macro: NAME)
     -- title: Every turn with its incident class
     -- params: since, until   (questions only; `$name` placeholders)
     -- free text saying what it answers ...
@@ -22,7 +22,7 @@ import duckdb
 
 from .paths import queries_dir
 
-_HEADER = re.compile(r"^--\s*(view|question|macro|title|params)\s*:\s*(.*?)\s*$")
+_HEADER = re.compile(r"^--\s*(view|table|question|macro|title|params)\s*:\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def parse_query_file(path: Path) -> QueryFile:
         m = _HEADER.match(line)
         if m:
             key, value = m.groups()
-            if key in ("view", "question", "macro"):
+            if key in ("view", "table", "question", "macro"):
                 kind, name = key, value
             elif key == "title":
                 title = value
@@ -59,7 +59,7 @@ def parse_query_file(path: Path) -> QueryFile:
         else:
             desc.append(line[2:].strip())
     if not kind:
-        raise ValueError(f"{path}: the header must start with '-- view: NAME', '-- question: NAME' or '-- macro: NAME'")
+        raise ValueError(f"{path}: the header must start with '-- view:', '-- table:', '-- question:' or '-- macro:' NAME")
     return QueryFile(kind, name, title, params, " ".join(desc).strip(), text, path)
 
 
@@ -78,19 +78,29 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
     Macro files (``-- macro:``) run first, verbatim. Views may build on each other;
     they are created in dependency order by retrying the ones whose dependencies do
-    not exist yet.
+    not exist yet. A ``-- table:`` file is a materialized view: created here when
+    missing, rebuilt by :func:`analyzer.turns.refresh_turns`.
     """
     queries = load_queries().values()
     for q in queries:
         if q.kind == "macro":
             con.execute(q.sql)
-    pending = [q for q in queries if q.kind == "view"]
+    pending = [q for q in queries if q.kind in ("view", "table")]
     while pending:
         failed = []
         errors = {}
         for q in pending:
             try:
-                con.execute(f'CREATE OR REPLACE VIEW "{q.name}" AS {q.sql}')
+                if q.kind == "table":
+                    exists = con.execute(
+                        "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_name = ?",
+                        [q.name],
+                    ).fetchall()
+                    if exists and exists[0][0] == "VIEW":  # an older database had it as a view
+                        con.execute(f'DROP VIEW "{q.name}"')
+                    con.execute(f'CREATE TABLE IF NOT EXISTS "{q.name}" AS {q.sql}')
+                else:
+                    con.execute(f'CREATE OR REPLACE VIEW "{q.name}" AS {q.sql}')
             except duckdb.CatalogException as exc:
                 failed.append(q)
                 errors[q.name] = exc

@@ -32,20 +32,40 @@ _TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out"}
 
 @dataclass
 class SourceFile:
-    """An input file: where it is, its form, and what identifies its content."""
+    """An input file: where it is, its size and time; its form and fingerprint on demand.
+
+    Discovery only stats files; the first bytes are read (once) when the form or
+    the fingerprint is asked for, which happens only for files not ingested yet
+    or changed since, so a re-run over thousands of known chunks reads nothing.
+    """
 
     path: str
-    form: str
     size: int
     mtime: float
+    _form: str | None = None
     _fingerprint: str | None = None
+
+    def _read_head(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(_PEEK)
+                self._fingerprint = _fingerprint(f, self.size, head)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read: {exc}") from exc
+        self._form = detect_form(Path(self.path), head)
+
+    @property
+    def form(self) -> str:
+        """``jsonl``, ``kubectl`` or ``parquet``; raises InputError for a stranger's file."""
+        if self._form is None:
+            self._read_head()
+        return self._form  # type: ignore[return-value]
 
     def fingerprint(self) -> str:
         """sha256 of the size and the first and last 64 KiB: cheap change detection."""
         if self._fingerprint is None:
-            with open(self.path, "rb") as f:
-                self._fingerprint = _fingerprint(f, self.size)
-        return self._fingerprint
+            self._read_head()
+        return self._fingerprint  # type: ignore[return-value]
 
 
 def _fingerprint(f, size: int, head: bytes | None = None) -> str:
@@ -127,7 +147,8 @@ def discover(inputs: list[str]) -> list[SourceFile]:
     """Expand files, directories (recursively) and globs into input files, in order.
 
     Raises:
-        InputError: an argument matches nothing, or a named file is not a log.
+        InputError: an argument matches nothing. (Whether a file is a proxy log is
+            checked when it is first read: :attr:`SourceFile.form`.)
     """
     seen: set[str] = set()
     out: list[SourceFile] = []
@@ -144,14 +165,9 @@ def discover(inputs: list[str]) -> list[SourceFile]:
             if real in seen:
                 continue
             seen.add(real)
-            # One open per file: its head tells the form and starts the fingerprint.
             try:
-                with open(p, "rb") as f:
-                    st = os.fstat(f.fileno())
-                    head = f.read(_PEEK)
-                    fp = _fingerprint(f, st.st_size, head)
+                st = os.stat(p)
             except OSError as exc:
                 raise InputError(f"{p}: cannot read: {exc}") from exc
-            out.append(SourceFile(path=real, form=detect_form(p, head), size=st.st_size, mtime=st.st_mtime,
-                                  _fingerprint=fp))
+            out.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime))
     return out

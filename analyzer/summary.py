@@ -55,9 +55,9 @@ def build_summary(
 
     Returns a JSON-ready dict; ``analyze --json`` prints exactly this.
     """
-    from .turns import snapshot_turns
+    from .turns import ensure_turns
 
-    snapshot_turns(con)
+    ensure_turns(con)
     con.execute(_FILTERED_TURNS, {"models": models or None, "since": since, "until": until})
     q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
 

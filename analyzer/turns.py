@@ -88,11 +88,26 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, 
 
 
 def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
-    """Bring the classification up to date with the records (idempotent, incremental)."""
+    """Bring the classification up to date with the records (idempotent, incremental).
+
+    Classifies new error heads and feature combinations, then rebuilds the
+    materialized ``turns`` table if anything it reads changed.
+    """
     con.execute("BEGIN TRANSACTION")
     try:
-        report = ClassifyReport(refresh_error_kinds(con), 0)
-        report.new_feature_rows = refresh_feature_labels(con)
+        report = ClassifyReport()
+        # Labels depend on the records only: skip the distinct-feature scan when
+        # no record changed since the last refresh (a re-run with no new files).
+        from .queries import load_queries
+
+        features_sql = load_queries()["turn_features"].sql
+        records_sig = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0] + "|" + _md5(features_sql)
+        known = con.execute("SELECT signature FROM build_state WHERE name = 'labels'").fetchall()
+        if not known or known[0][0] != records_sig:
+            report.new_error_heads = refresh_error_kinds(con)
+            report.new_feature_rows = refresh_feature_labels(con)
+            con.execute("INSERT OR REPLACE INTO build_state VALUES ('labels', ?, now())", [records_sig])
+        ensure_turns(con)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -100,17 +115,46 @@ def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
     return report
 
 
-def snapshot_turns(con: duckdb.DuckDBPyConnection) -> int:
-    """Materialize the ``turns`` view for this connection; return its row count.
+_RECORDS_SIGNATURE = """
+SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0)) FROM records
+"""
 
-    Creates a temporary table ``turns`` that shadows the view for the rest of this
-    connection, so every view built on ``turns`` (incidents, sessions, ladder_*)
-    reads the snapshot instead of recomputing the pairing and classification per
-    query. A summary or a report runs many queries over the same turns; this makes
-    them one pass. Call it after :func:`refresh_turns`; the snapshot does not see
-    records ingested later on this connection (call it again).
+_SIGNATURE = """
+SELECT concat_ws('|',
+    (""" + _RECORDS_SIGNATURE + """),
+    (SELECT count(*) FROM feature_labels),
+    (SELECT count(*) FROM error_kinds),
+    (SELECT count(*) FROM pod_windows),
+    (SELECT coalesce(sum(epoch(start_ts) + 7 * epoch(end_ts)), 0) FROM pod_windows),
+    (SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), '') FROM model_map),
+    md5($sql))
+"""
+
+
+def _md5(text: str) -> str:
+    import hashlib
+
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool:
+    """Rebuild the materialized ``turns`` table if its inputs changed; return whether it did.
+
+    The inputs are the records, the labels, the metric windows, the model map and
+    the SQL of queries/turn_features.sql and queries/turns.sql; their signature is kept in ``build_state``.
     """
-    db = con.execute("SELECT current_database()").fetchall()[0][0]
-    con.execute("DROP TABLE IF EXISTS temp.main.turns")
-    con.execute(f'CREATE TEMP TABLE turns AS SELECT * FROM "{db}".main.turns')
-    return con.execute("SELECT count(*) FROM temp.main.turns").fetchall()[0][0]
+    from .queries import load_queries
+
+    queries = load_queries()
+    q = queries["turns"]
+    signature = con.execute(_SIGNATURE, {"sql": queries["turn_features"].sql + q.sql}).fetchall()[0][0]
+    known = con.execute("SELECT signature FROM build_state WHERE name = 'turns'").fetchall()
+    if not force and known and known[0][0] == signature:
+        return False
+    con.execute(f"CREATE OR REPLACE TABLE turns AS {q.sql}")
+    con.execute("INSERT OR REPLACE INTO build_state VALUES ('turns', ?, now())", [signature])
+    return True
+
+
+# Older name, kept for callers written against it.
+snapshot_turns = ensure_turns

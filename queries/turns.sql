@@ -1,6 +1,9 @@
--- view: turns
+-- table: turns
 -- title: Every turn with its incident class
 -- One row per turn (a request record joined to its response by request_id).
+-- A materialized table: rebuilt from this query by analyzer.turns.refresh_turns
+-- whenever records, labels, metric windows or this file changed, so reports and
+-- notebooks read it without recomputing the pairing.
 -- incident_class is analyzer.online.decide over the turn's features (looked up in
 -- feature_labels), then the window classes from the metrics: an upstream failure
 -- inside a wedged window of its model's pod is `wedged-pod`, inside a down window

@@ -12,7 +12,7 @@ from analyzer.db import connect
 from analyzer.queries import load_queries
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-VIEWS = sorted(q.name for q in load_queries().values() if q.kind == "view")
+VIEWS = sorted(q.name for q in load_queries().values() if q.kind in ("view", "table"))
 
 
 def _section(view: str) -> str:

@@ -174,10 +174,12 @@ def test_window_classes_override_upstream_failures_only(classified):
     con.execute("DELETE FROM pod_windows")
     con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'test')", [at(1.5), at(3.5)])
     con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'down', ?, ?, 'test')", [at(6.5), at(7.5)])
+    refresh_turns(con)  # new windows: the turns table is rebuilt
     got = dict((r[0], r[1:]) for r in con.execute(
         "SELECT request_id, incident_class, ladder_trigger FROM turns WHERE request_id IN "
         "('00000002', '00000003', '00000004', '00000008')").fetchall())
     con.execute("DELETE FROM pod_windows")
+    refresh_turns(con)
     assert got["00000002"] == ("ok", None)  # a success inside a wedged window stays ok
     assert got["00000003"] == ("wedged-pod", None)  # not ladder-eligible: no retry fixes a wedged pod
     assert got["00000004"] == ("wedged-pod", None)
