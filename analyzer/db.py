@@ -7,6 +7,7 @@ a new one. New columns are nullable, with a comment saying what older rows hold.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -266,6 +267,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckd
     except (duckdb.IOException, duckdb.Error) as exc:
         raise DatabaseError(f"cannot open database {target}: {exc}") from exc
     con.execute("SET TimeZone = 'UTC'")
+    # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
+    # well under the memory target and makes large joins spill to disk instead.
+    con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "1GB")])
     if not read_only:
         try:
             migrate(con)

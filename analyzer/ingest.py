@@ -105,7 +105,9 @@ class IngestReport:
 # files), `parquet` (the `entry` column), `python` (a fallback for files DuckDB
 # refuses, e.g. invalid UTF-8: decoded with replacement characters).
 TEXT, LINES, PQ, PYTHON = "text", "lines", "parquet", "python"
-TEXT_MAX_BYTES = 16 * 1024 * 1024
+# read_text + split wins for small files (DuckDB's CSV reader has a per-file
+# cost); the CSV line reader wins from a few tens of KB up (measured on chunks).
+TEXT_MAX_BYTES = 32 * 1024
 
 
 def reader_for(f: SourceFile) -> str:
@@ -216,7 +218,6 @@ def _stage_sql(form: str, reader: str) -> str:
     lines that win de-duplication.
     """
     struct = json.dumps(RECORD_STRUCT).replace("'", "''")
-    numbering = "n - min(n) OVER (PARTITION BY file) + 1" if reader == LINES else "n"
     return f"""
     CREATE OR REPLACE TEMP TABLE stage AS
     WITH parsed AS (
@@ -245,9 +246,19 @@ def _stage_sql(form: str, reader: str) -> str:
                {_HOT_COLUMNS}
         FROM judged
     )
-    SELECT f.file_id, {numbering} AS line_no, t.*
+    SELECT f.file_id, t.*
     FROM typed t JOIN batch_files f ON f.path = t.file
     """
+
+
+# Line numbers: the `lines` reader numbers the whole batch, so a file's line number
+# is n minus the file's first n plus one (an aggregate over the narrow `n` column,
+# cheaper than a window over the wide stage rows). Other readers number per file.
+def _line_numbers_sql(reader: str) -> str:
+    if reader != LINES:
+        return "CREATE OR REPLACE TEMP TABLE line_offsets AS SELECT DISTINCT file, 1::BIGINT AS first_n FROM stage"
+    return "CREATE OR REPLACE TEMP TABLE line_offsets AS SELECT file, min(n) AS first_n FROM stage GROUP BY file"
+
 
 
 # A full copy arriving after a truncated stdout copy replaces it.
@@ -274,7 +285,7 @@ WHERE s.verdict = 'ok'
         AND r.system_sha256 IS NOT DISTINCT FROM s.system_sha256)
 QUALIFY row_number() OVER (
     PARTITION BY s.ts, s.type, s.request_id, s.system_sha256
-    ORDER BY s.truncated, s.file_id, s.line_no) = 1
+    ORDER BY s.truncated, s.file_id, s.n) = 1
 """
 
 
@@ -282,22 +293,23 @@ def _insert_records_sql(form: str, reader: str) -> str:
     """Pass 2: store the winning lines: typed columns from the stage, the text read again."""
     return f"""
     INSERT INTO records BY NAME
-    SELECT s.* EXCLUDE (file, n, verdict, snippet), c.candidate AS raw
+    SELECT s.* EXCLUDE (file, n, verdict, snippet), s.n - o.first_n + 1 AS line_no, c.candidate AS raw
     FROM ({_candidates_sql(form, reader)}) c
     JOIN winners w ON w.file = c.file AND w.n = c.n
     JOIN stage s ON s.file = c.file AND s.n = c.n
+    JOIN line_offsets o ON o.file = c.file
     """
 
 
 _INSERT_QUARANTINE = """
 INSERT INTO quarantine
-SELECT s.file_id, s.file, s.line_no, s.verdict, s.snippet
-FROM stage s
+SELECT s.file_id, s.file, s.n - o.first_n + 1, s.verdict, s.snippet
+FROM stage s JOIN line_offsets o USING (file)
 WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
 """
 
 _FILE_STATS = """
-SELECT file_id, max(line_no) AS lines,
+SELECT file_id, max(n) - min(n) + 1 AS lines,
        count(*) FILTER (WHERE verdict = 'ok') AS records,
        count(*) FILTER (WHERE verdict NOT IN ('ok', 'blank', 'free_text')) AS quarantined,
        count(*) FILTER (WHERE verdict = 'free_text') AS free_text
@@ -445,6 +457,7 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
             _register_python_lines(con, paths)
         try:
             con.execute(_stage_sql(form, reader), {"files": paths} if reader != PYTHON else None)
+            con.execute(_line_numbers_sql(reader))
         except duckdb.Error as exc:
             if reader in (TEXT, LINES):
                 raise _ReaderRefused(str(exc)) from exc
@@ -455,8 +468,8 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
         ).fetchall()[0]
         if strict and bad:
             first = con.execute(
-                "SELECT s.file, s.line_no, s.verdict FROM stage s "
-                "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, s.line_no LIMIT 1"
+                "SELECT s.file, s.n - o.first_n + 1 AS line_no, s.verdict FROM stage s JOIN line_offsets o USING (file) "
+                "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, line_no LIMIT 1"
             ).fetchall()[0]
             raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)")
         before = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
@@ -478,6 +491,7 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
         )
         con.execute("DROP TABLE stage")
         con.execute("DROP TABLE winners")
+        con.execute("DROP TABLE line_offsets")
         con.execute("COMMIT")
         if reader == PYTHON:
             con.unregister("_python_lines")
