@@ -13,22 +13,28 @@ __version__ = "0.1.0"
 
 # name -> (module, attribute): resolved on first use.
 _LAZY = {
-    "connect": ("analyzer.db", "connect"),
-    "ingest": ("analyzer.ingest", "ingest"),
-    "classify": ("analyzer.turns", "refresh_turns"),
-    "query": ("analyzer.queries", "query"),
+    "connect": ("analyzer.api", "connect"),
+    "query": ("analyzer.api", "query"),
+    "ingest": ("analyzer.api", "ingest"),
+    "classify": ("analyzer.api", "classify"),
+    "export_parquet": ("analyzer.export", "export_parquet"),
+    "sync_s3": ("analyzer.objectstore", "sync"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
+def _resolve(name: str) -> Any:
+    import importlib
+
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(module), attr)
+
+
 def __getattr__(name: str) -> Any:
     """Import the public API on first use (PEP 562)."""
     if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = _resolve(name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'analyzer' has no attribute {name!r}")

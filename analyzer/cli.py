@@ -47,6 +47,46 @@ def run_cmd(
                  since=since, until=until, metrics=metrics, wedge_window=wedge_window)
 
 
+@app.command("sql")
+def sql_cmd(
+    query: Optional[str] = typer.Argument(None, help="SQL text, or the name of a file of queries/ (see --list)."),
+    param: Optional[List[str]] = typer.Option(None, "--param", "-p", help="A $name parameter as NAME=VALUE (repeatable)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="Output format: table, csv or json."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    write: bool = typer.Option(False, "--write", help="Open the database read-write (default: read-only)."),
+    list_only: bool = typer.Option(False, "--list", help="List the queries/ files and their parameters."),
+) -> None:
+    """Run SQL or a query from queries/ on the database and print a table, CSV or JSON."""
+    from .sqlrun import run_sql
+
+    run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only)
+
+
+@app.command("export")
+def export_cmd(
+    parquet: Path = typer.Option(..., "--parquet", help="Directory to write day=YYYY-MM-DD/*.parquet into (replaced on re-export)."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+) -> None:
+    """Write the classified turns as Parquet partitioned by day, for bigger engines."""
+    from .export import export_command
+
+    export_command(parquet, db=db)
+
+
+@app.command("sync")
+def sync_cmd(
+    url: str = typer.Argument(..., help="s3://BUCKET[/PREFIX] in the proxy's layout (YYYY-MM-DD/*.jsonl, consolidated/**/*.parquet)."),
+    s3_profile: Optional[str] = typer.Option(None, "--s3-profile", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
+    s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", help="S3-compatible endpoint URL [default: $AWS_ENDPOINT_URL]."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Local cache [default: $ANALYZER_S3_CACHE or ~/.cache/analyzer/s3]."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was synced as JSON."),
+) -> None:
+    """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
+    from .objectstore import sync_command
+
+    sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``analyze`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .db import connect
-from .ingest import IngestReport, ingest
+from .ingestion import IngestReport, ingest
 from .summary import build_summary, parse_time
 from .turns import refresh_turns
 

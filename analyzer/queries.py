@@ -126,17 +126,3 @@ def run_query(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: dict[str
     else:
         sql = name_or_sql
     return con.execute(sql, params) if params else con.execute(sql)
-
-
-def query(name: str, db: str | Path | None = None, **params: Any):
-    """Run a queries/ file by name and return a polars DataFrame (for notebooks).
-
-    Example: ``analyzer.query("failures_by_day", since="2026-11-16")``.
-    """
-    from .db import connect
-
-    con = connect(db, read_only=db is not None and Path(str(db)).exists())
-    try:
-        return run_query(con, name, params).pl()
-    finally:
-        con.close()

@@ -16,7 +16,7 @@ import pytest
 
 from analyzer.db import connect
 from analyzer.errors import InputError
-from analyzer.ingest import ingest
+from analyzer.ingestion import ingest
 from analyzer.turns import refresh_turns
 from tests.support.records import (
     NAKED_500,

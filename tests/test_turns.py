@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.db import connect
-from analyzer.ingest import ingest
+from analyzer.ingestion import ingest
 from analyzer.online import log_fields, run_ladder
 from analyzer.turns import refresh_turns
 from tests.support.records import (

@@ -1,0 +1,134 @@
+"""The Python API for notebooks and scripts (what ``import analyzer`` exposes).
+
+::
+
+    import analyzer
+
+    con = analyzer.connect("week.duckdb")             # a DuckDB connection, views ready
+    analyzer.query("failures_by_day", db=con, model="glm%")   # a polars DataFrame
+    analyzer.query("SELECT model, count(*) AS n FROM turns GROUP BY model", db=con)
+
+    analyzer.ingest(["logs/"], db="week.duckdb")      # scripted runs: ingest + classify
+    analyzer.classify(db="week.duckdb")               # re-classify (after metrics, replays)
+
+Every function takes ``db`` as a path (default ``$ANALYZER_DB`` or
+./analyzer.duckdb) or as an open connection, which is then used and left open.
+Heavy modules (duckdb, polars) are imported when a function is first called, so
+``import analyzer`` stays fast.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import polars
+
+    from .ingestion import IngestReport
+    from .turns import ClassifyReport
+
+DB = Union[str, Path, "duckdb.DuckDBPyConnection", None]
+
+
+def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.DuckDBPyConnection":
+    """Open the analyzer database and return a DuckDB connection with the views ready.
+
+    Args:
+        path: the database file; default ``$ANALYZER_DB`` or ``./analyzer.duckdb``;
+            ``":memory:"`` for a throwaway one. Created (and migrated) if missing,
+            unless ``read_only``.
+        read_only: open without write access; several read-only connections (other
+            processes, notebooks) may share the file.
+
+    Raises:
+        analyzer.errors.DatabaseError: the file cannot be opened or is not ours.
+    """
+    from .db import connect as _connect
+
+    return _connect(path, read_only=read_only)
+
+
+@contextmanager
+def _opened(db: DB, *, write: bool) -> Iterator["duckdb.DuckDBPyConnection"]:
+    """A connection for one call: ``db`` itself when it is one, else opened and closed here."""
+    if db is not None and not isinstance(db, (str, Path)):
+        yield db  # the caller's connection: theirs to close
+        return
+    from .db import connect as _connect
+    from .errors import DatabaseError
+    from .paths import default_db_path
+
+    target = Path(str(db)) if db is not None else default_db_path()
+    con = None
+    if not write and str(target) != ":memory:" and target.exists():
+        try:
+            con = _connect(target, read_only=True)
+        except DatabaseError as exc:
+            # This process already holds the file read-write (a notebook's
+            # connect()): DuckDB refuses a second, read-only configuration.
+            if "different configuration" not in str(exc):
+                raise
+    if con is None:
+        con = _connect(target)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def query(name_or_sql: str, db: DB = None, **params: Any) -> "polars.DataFrame":
+    """Run a ``queries/`` file by name, or SQL text, and return a polars DataFrame.
+
+    Args:
+        name_or_sql: a question or view of ``queries/`` (``"failures_by_day"``,
+            ``"turns"``) or a SQL statement.
+        db: a database path or an open connection (see :func:`connect`). A path is
+            opened read-only when it exists.
+        **params: the ``$name`` parameters. A question's declared parameters that
+            are not given are NULL ("no bound"); ``since``/``until`` take ISO-8601
+            text (UTC unless an offset is given) or datetimes.
+
+    Raises:
+        analyzer.sqlrun.UnknownQueryError: no such query file.
+        analyzer.sqlrun.QueryParamError: a parameter is missing or not the query's.
+        analyzer.sqlrun.SqlError: DuckDB rejected the SQL.
+    """
+    from .sqlrun import frame
+
+    with _opened(db, write=False) as con:
+        return frame(con, name_or_sql, params)
+
+
+def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool = False) -> "IngestReport":
+    """Ingest log files, directories, globs or ``s3://bucket/prefix`` URLs, then classify.
+
+    Re-running is cheap: files already read are skipped, new turns are classified
+    incrementally. Returns the :class:`analyzer.ingestion.IngestReport`.
+
+    Raises:
+        analyzer.errors.InputError: an input is missing or not a proxy log (or,
+            with ``strict``, holds a malformed line; that batch is rolled back).
+    """
+    from .ingestion import ingest as _ingest
+    from .turns import refresh_turns
+
+    inputs = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
+    with _opened(db, write=True) as con:
+        report = _ingest(con, inputs, strict=strict)
+        refresh_turns(con)
+    return report
+
+
+def classify(db: DB = None) -> "ClassifyReport":
+    """Bring the classification of every turn up to date (idempotent, incremental).
+
+    :func:`ingest` already does this; call it after loading metrics or replays
+    through other means. Returns the :class:`analyzer.turns.ClassifyReport`.
+    """
+    from .turns import refresh_turns
+
+    with _opened(db, write=True) as con:
+        return refresh_turns(con)

@@ -1,0 +1,372 @@
+"""``analyze sql``: run SQL text or a ``queries/`` file on the database, print the result.
+
+QUERY is either the name of a file of ``queries/`` (a question such as
+``failures_by_day``, or a view such as ``turns``), a path to a ``.sql`` file, or
+SQL text. ``$name`` placeholders take ``--param name=value``; a question's
+declared parameters that are not given are NULL, which its SQL reads as "no
+bound". The database is opened read-only unless ``--write`` is given, so a
+query can never change it by accident (and several can run beside each other).
+
+Results go to stdout (an aligned table, CSV or JSON); the row count and errors go
+to stderr. Errors are :class:`~analyzer.errors.AnalyzerError` subclasses with
+exit code 2 (usage: unknown query, bad or missing parameter, SQL the database
+rejects) or 5 (the database cannot be opened).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any, Iterable, Mapping, Sequence
+
+import duckdb
+
+from .errors import AnalyzerError, ExitCode
+from .queries import QueryFile, load_queries, parse_query_file
+
+FORMATS = ("table", "csv", "json")
+# Parameters read as points in time: ISO-8601 text is normalized to naive UTC,
+# because DuckDB's CAST(... AS TIMESTAMP) silently drops a UTC offset.
+TIME_PARAMS = ("since", "until")
+TABLE_CELL_CHARS = 80
+_FETCH_ROWS = 2048
+# queries/ kinds that exist in the database under their name.
+_RELATIONS = ("view", "table")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+# String literals, quoted identifiers and comments: no placeholders inside them.
+_NOT_CODE = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
+
+
+class UnknownQueryError(AnalyzerError):
+    """QUERY looks like a name, but no file of queries/ has it."""
+
+    exit_code = ExitCode.USAGE
+
+
+class QueryParamError(AnalyzerError):
+    """A ``$name`` parameter is missing, malformed, or not one the query takes."""
+
+    exit_code = ExitCode.USAGE
+
+
+class SqlError(AnalyzerError):
+    """DuckDB rejected the SQL (syntax, unknown table or column, a write in read-only mode...)."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class ResolvedQuery:
+    """What will run: the SQL, its placeholders, and the queries/ file it came from (if any)."""
+
+    sql: str
+    placeholders: tuple[str, ...]
+    source: QueryFile | None = None
+
+    @property
+    def label(self) -> str:
+        """How errors name the query."""
+        return f"query {self.source.name!r}" if self.source else "the SQL"
+
+
+def placeholders(sql: str) -> tuple[str, ...]:
+    """The ``$name`` placeholders of ``sql`` (outside strings and comments), in order."""
+    found: list[str] = []
+    for name in _PLACEHOLDER.findall(_NOT_CODE.sub(" ", sql)):
+        if name not in found:
+            found.append(name)
+    return tuple(found)
+
+
+def resolve(name_or_sql: str) -> ResolvedQuery:
+    """Turn QUERY (a queries/ name, a .sql path, or SQL text) into the SQL to run.
+
+    Raises:
+        UnknownQueryError: a bare name that no queries/ file has.
+    """
+    text = name_or_sql.strip()
+    queries = load_queries()
+    q: QueryFile | None = queries.get(text)
+    if q is None and text.endswith(".sql") and "\n" not in text and Path(text).is_file():
+        try:
+            q = parse_query_file(Path(text))
+        except ValueError:  # a plain SQL file without our header
+            sql = Path(text).read_text(encoding="utf-8")
+            return ResolvedQuery(sql, placeholders(sql))
+    if q is None:
+        if _NAME.match(text):
+            known = ", ".join(n for n, f in queries.items() if f.kind in _RELATIONS + ("question",))
+            raise UnknownQueryError(f"unknown query {text!r}; the queries are: {known} "
+                                    "(or pass SQL text, e.g. 'SELECT * FROM turns LIMIT 5')")
+        return ResolvedQuery(name_or_sql, placeholders(name_or_sql))
+    if q.kind == "macro":
+        raise UnknownQueryError(f"{q.name!r} is a macro file ({q.title}), not a query: "
+                                "use its functions in SQL text instead")
+    if q.kind in _RELATIONS:
+        # The view (or materialized table) exists in the database: select from it.
+        return ResolvedQuery(f'SELECT * FROM "{q.name}"', (), q)
+    return ResolvedQuery(q.sql, placeholders(q.sql), q)
+
+
+def _time_value(name: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    from .summary import parse_time
+
+    try:
+        return parse_time(value, name)
+    except AnalyzerError as exc:
+        raise QueryParamError(f"parameter {name}: not an ISO-8601 date or time: {value!r}") from exc
+
+
+def bind_params(query: ResolvedQuery, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameter values to pass: checked against the query's placeholders.
+
+    A question's declared parameters that are not given are NULL. ``since`` and
+    ``until`` given as text are parsed as ISO 8601 (UTC unless an offset is given).
+
+    Raises:
+        QueryParamError: a parameter the query does not take, or one it needs and
+            does not declare as optional.
+    """
+    used = query.placeholders
+    declared = query.source.params if query.source else ()
+    extra = sorted(set(given) - set(used))
+    if extra:
+        takes = ", ".join(used) if used else "no parameters"
+        raise QueryParamError(f"{query.label} has no parameter {', '.join(extra)} (it takes: {takes})")
+    missing = [p for p in used if p not in given and p not in declared]
+    if missing:
+        flags = " ".join(f"--param {p}=VALUE" for p in missing)
+        raise QueryParamError(f"{query.label} needs parameter {', '.join('$' + p for p in missing)}: pass {flags}")
+    out = {p: given.get(p) for p in used}
+    for p in TIME_PARAMS:
+        if p in out:
+            out[p] = _time_value(p, out[p])
+    return out
+
+
+def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
+    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
+
+    Raises:
+        QueryParamError: an item without ``=`` or with an invalid name.
+    """
+    out: dict[str, str | None] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("$")
+        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
+        out[key] = value if value != "" else None
+    return out
+
+
+def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str, Any] | None = None):
+    """Resolve QUERY, bind its parameters and run it; return the DuckDB cursor.
+
+    Raises:
+        UnknownQueryError, QueryParamError, SqlError.
+    """
+    query = resolve(name_or_sql)
+    values = bind_params(query, dict(params or {}))
+    try:
+        return con.execute(query.sql, values) if values else con.execute(query.sql)
+    except duckdb.Error as exc:
+        msg = str(exc).strip()
+        if "read-only" in msg:
+            msg += " (the database is opened read-only; pass --write to allow changes)"
+        raise SqlError(f"{query.label} failed: {msg}") from exc
+
+
+def frame(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str, Any] | None = None):
+    """Resolve QUERY, bind its parameters and return the result as a polars DataFrame.
+
+    A statement without a result (``CREATE ...``) gives what DuckDB reports for it.
+
+    Raises:
+        UnknownQueryError, QueryParamError, SqlError.
+    """
+    query = resolve(name_or_sql)
+    values = bind_params(query, dict(params or {}))
+    try:
+        # A relation converts to polars without the extra copy of a cursor's result.
+        rel = con.sql(query.sql, params=values or None)
+        if rel is None:
+            import polars as pl
+
+            return pl.DataFrame()
+        return rel.pl()
+    except duckdb.Error as exc:
+        msg = str(exc).strip()
+        if "read-only" in msg:
+            msg += " (the database is opened read-only; open it with read_only=False to change it)"
+        raise SqlError(f"{query.label} failed: {msg}") from exc
+
+
+# ---------------------------------------------------------------------------
+# Output
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, Decimal):
+        return int(v) if v == v.to_integral_value() else float(v)
+    if isinstance(v, (datetime, date, time)):
+        return v.isoformat()
+    if isinstance(v, timedelta):
+        return v.total_seconds()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).hex()
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    return str(v)  # UUID, and anything else DuckDB may hand back
+
+
+def _text(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (datetime, date, time)):
+        return v.isoformat()
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(_json_value(v), ensure_ascii=False)
+    return str(_json_value(v))
+
+
+def _rows(cur) -> Iterable[tuple]:
+    while True:
+        chunk = cur.fetchmany(_FETCH_ROWS)
+        if not chunk:
+            return
+        yield from chunk
+
+
+def write_csv(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
+    """CSV with a header row; NULL is an empty field. Returns the row count."""
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(columns)
+    n = 0
+    for row in rows:
+        w.writerow([_text(v) for v in row])
+        n += 1
+    return n
+
+
+def write_json(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
+    """A JSON array of objects, one per row, streamed. Returns the row count."""
+    n = 0
+    out.write("[")
+    for row in rows:
+        out.write(",\n " if n else "\n ")
+        out.write(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, ensure_ascii=False))
+        n += 1
+    out.write("\n]\n" if n else "]\n")
+    return n
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+
+
+def write_table(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
+    """An aligned plain-text table (numbers right-aligned, long cells cut). Returns the row count."""
+    def cell(v: Any) -> str:
+        s = "NULL" if v is None else _text(v).replace("\n", "\\n")
+        return s if len(s) <= TABLE_CELL_CHARS else s[: TABLE_CELL_CHARS - 1] + "…"
+
+    data = [(tuple(cell(v) for v in row), tuple(_numeric(v) for v in row)) for row in rows]
+    widths = [len(c) for c in columns]
+    for cells, _ in data:
+        widths = [max(w, len(c)) for w, c in zip(widths, cells)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for cells, numeric in data:
+        out.write("  ".join(c.rjust(w) if num else c.ljust(w)
+                            for c, w, num in zip(cells, widths, numeric)).rstrip() + "\n")
+    return len(data)
+
+
+_WRITERS = {"table": write_table, "csv": write_csv, "json": write_json}
+
+
+def list_queries(out: IO[str]) -> int:
+    """Print the queries/ files (name, kind, parameters, title) as a table."""
+    rows = [(q.name, q.kind, ", ".join(q.params), q.title)
+            for q in sorted(load_queries().values(), key=lambda q: (q.kind != "question", q.name))
+            if q.kind in _RELATIONS + ("question",)]
+    return write_table(("name", "kind", "params", "title"), rows, out)
+
+
+def run_sql(
+    query: str | None,
+    *,
+    db: str | Path | None = None,
+    params: Mapping[str, Any] | Sequence[str] | None = None,
+    fmt: str = "table",
+    write: bool = False,
+    list_only: bool = False,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
+    """``analyze sql``: run QUERY on the database and print the result; return the row count.
+
+    Args:
+        query: a queries/ name, a .sql path, or SQL text.
+        db: the database file (default ``$ANALYZER_DB`` or ./analyzer.duckdb).
+        params: ``{"name": value}``, or ``["name=value", ...]`` as given to ``--param``.
+        fmt: ``table``, ``csv`` or ``json``.
+        write: open the database read-write (default read-only).
+        list_only: print the available queries instead of running one.
+
+    Raises:
+        UnknownQueryError, QueryParamError, SqlError (exit 2);
+        analyzer.errors.DatabaseError (exit 5).
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if list_only:
+        return list_queries(out)
+    if not query or not query.strip():
+        raise AnalyzerError("give a query: SQL text or a name from `analyze sql --list`", ExitCode.USAGE)
+    if fmt not in FORMATS:
+        raise AnalyzerError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}", ExitCode.USAGE)
+    given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
+    resolved = resolve(query)
+    bind_params(resolved, given)  # fail on parameters before touching the database
+
+    from .db import connect
+
+    con = connect(db, read_only=not write)
+    try:
+        cur = execute(con, query, given)
+        columns = [d[0] for d in (cur.description or [])]
+        if not columns:  # a statement without a result set (with --write)
+            print("ok", file=err)
+            return 0
+        try:
+            n = _WRITERS[fmt](columns, _rows(cur), out)
+            out.flush()
+        except duckdb.Error as exc:  # errors that surface while rows stream
+            raise SqlError(f"{resolved.label} failed: {str(exc).strip()}") from exc
+        except BrokenPipeError:  # `analyze sql ... | head`: the reader has all it wants
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            return 0
+    finally:
+        con.close()
+    print(f"({n} row{'s' if n != 1 else ''})", file=err)
+    return n

@@ -1,0 +1,22 @@
+-- question: ladder_baseline_outcomes
+-- title: What clients did after a ladder-eligible failure, without a ladder
+-- params: since, until, model
+-- From `ladder_baseline`: per model and trigger, how the ladder-eligible failures
+-- that no ladder handled went on (`retried-ok`, `retried-failed`, `moved-on`,
+-- `session-ended`), with counts, shares and the median time to the next turn.
+-- The share the client recovered by retrying itself is the bar the ladder must
+-- beat. `since`/`until` bound the failed turn's time (ISO 8601, UTC), `model` is
+-- a name or a LIKE pattern (`glm%`).
+WITH b AS (
+    SELECT * FROM ladder_baseline
+    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
+      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
+      AND ($model IS NULL OR model ILIKE $model)
+)
+SELECT model, ladder_trigger, next_step,
+       count(*) AS failures,
+       round(count(*) / sum(count(*)) OVER (PARTITION BY model, ladder_trigger), 4) AS share,
+       round(median(ms_to_next_turn)) AS median_ms_to_next_turn
+FROM b
+GROUP BY model, ladder_trigger, next_step
+ORDER BY model, ladder_trigger, failures DESC, next_step
