@@ -39,12 +39,15 @@ def run_cmd(
     until: Optional[str] = typer.Option(None, "--until", help="Only turns before this time (ISO 8601, UTC)."),
     metrics: Optional[List[str]] = typer.Option(None, "--metrics", help="Prometheus exports, scrapes or CSV files (repeatable)."),
     wedge_window: str = typer.Option("5m", "--wedge-window", help="A flat generation counter this long with demand is a wedge."),
+    prometheus: Optional[str] = typer.Option(None, "--prometheus", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
+    model_map: Optional[List[str]] = typer.Option(None, "--model-map", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .pipeline import run_main_job
 
     run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
-                 since=since, until=until, metrics=metrics, wedge_window=wedge_window)
+                 since=since, until=until, metrics=metrics, wedge_window=wedge_window,
+                 prometheus=prometheus, model_map=model_map)
 
 
 @app.command("sql")
@@ -85,6 +88,24 @@ def sync_cmd(
     from .objectstore import sync_command
 
     sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
+
+
+@app.command("report")
+def report_cmd(
+    files: Optional[List[str]] = typer.Argument(None, help="Log files, directories or globs to ingest first (optional)."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    week: Optional[str] = typer.Option(None, "--week", help="ISO week, e.g. 2026-W47 [default: the last complete week in the data]."),
+    since: Optional[str] = typer.Option(None, "--since", help="Report from this time instead of a week (ISO 8601, UTC)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Report until this time, exclusive (ISO 8601, UTC)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="HTML file to write [default: ./report-<week>.html]."),
+    plotly_cdn: bool = typer.Option(False, "--plotly-cdn", help="Link plotly.js from its CDN instead of embedding it (smaller, needs network)."),
+) -> None:
+    """Render the weekly HTML report (one self-contained file) and print its path."""
+    from .report import make_report
+
+    path = make_report(db, files or None, week=week, since=since, until=until, output=output,
+                       plotly="cdn" if plotly_cdn else "inline")
+    print(path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,6 +46,8 @@ def run_main_job(
     until: str | None = None,
     metrics: list[str] | None = None,
     wedge_window: str = "5m",
+    prometheus: str | None = None,
+    model_map: list[str] | None = None,
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
@@ -57,13 +59,11 @@ def run_main_job(
     try:
         with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:
             report = ingest(con, files, strict=strict, progress=progress)
-        if metrics:
-            from .metrics import load_metrics
-
-            load_metrics(con, metrics, wedge_window=wedge_window)
+        metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
         refresh_turns(con)
         summary = build_summary(con, models=models, since=since_dt, until=until_dt)
         summary["ingest"] = report.to_dict()
+        summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     finally:
         con.close()
     if json_out:
@@ -73,6 +73,29 @@ def run_main_job(
 
         print_summary(summary)
     return summary
+
+
+def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until) -> list:
+    """Load metric files and/or query Prometheus, then (re)compute the pod windows.
+
+    Without metric options, windows are still recomputed when new log records
+    arrived and samples are stored: logged requests are demand in the wedge rule.
+    Warnings (coarse samples, pods without a model, ...) go to stderr.
+    """
+    from .metrics import load_metrics, load_prometheus, parse_model_map, recompute_windows
+
+    mapping = parse_model_map(model_map)
+    loads = []
+    if metrics or (model_map and not prometheus):
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping))
+    if prometheus:
+        loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping))
+    if not loads and ingested.new_records and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
+        recompute_windows(con, wedge_window)
+    for load in loads:
+        for warning in load.warnings:
+            print(f"analyze: warning: {warning}", file=sys.stderr)
+    return loads
 
 
 def ingest_only(files: list[str], db: Path | None, strict: bool = False) -> IngestReport:

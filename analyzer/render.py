@@ -62,6 +62,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     note = summary["metrics"]["note"]
     if note:
         out.print(f"[yellow]note:[/] {note}")
+    print_episodes(summary["metrics"].get("episodes") or [], out)
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
 
@@ -130,3 +131,19 @@ def _class_table(summary: dict[str, Any]) -> Table:
             cells.append(f"{n:,} · {_pct(n / totals[name])}" if n else "-")
         t.add_row(cls, *cells, f"{total['count']:,} · {_pct(total['rate'])}")
     return t
+
+
+def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
+    """Wedged and down pods from the metrics, with the failed turns each one explains."""
+    if not episodes:
+        return
+    t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
+              title_justify="left")
+    for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
+                         ("duration", "right"), ("failed turns", "right")):
+        t.add_column(col, justify=justify)
+    for e in episodes:
+        minutes = e["duration_s"] / 60
+        t.add_row(e["pod"] or "?", e["model_name"], e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
+                  f"{minutes:.0f} min" if minutes >= 1 else f"{e['duration_s']:.0f} s", f"{e['failed_turns']:,}")
+    out.print(t)

@@ -162,7 +162,8 @@ def conclusion(s: dict[str, Any]) -> str:
     """One plain sentence: what the ladder would have saved."""
     lost = s["sessions_lost_to_eligible"]
     wedged = s["sessions_lost_to_wedged_or_down"]
-    tail = (f"; {wedged} more were lost to wedged or down pods, which no retry fixes" if wedged else "")
+    tail = (f"; {wedged} more {'was' if wedged == 1 else 'were'} lost to wedged or down pods, which no retry fixes"
+            if wedged else "")
     rec = s["ladder_recovery"]
     if not s["models"]:
         return "No GLM traffic in the selected range."

@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from .metrics import wedged_episodes
 from .online import CLASSES
 
 _FILTERED_TURNS = """
@@ -137,6 +138,7 @@ def build_summary(
         "quarantine_samples": samples,
         "sizing": sizing,
         "metrics": {
+            "episodes": wedged_episodes(con, models=models, since=since, until=until) if n_windows else [],
             "samples": n_samples,
             "windows": n_windows,
             "note": None

@@ -1,0 +1,175 @@
+"""Prometheus metrics and the wedged pod: samples in, ``pod_windows`` out.
+
+The ladder cannot fix a vLLM pod that is up but generates nothing, so the turns
+view relabels an upstream failure inside such a window ``wedged-pod`` (inside a
+down window ``pod-down``). This package brings the evidence in:
+
+- :func:`load_metrics` reads files: Prometheus ``query_range``/``query`` JSON,
+  text exposition (0.0.4, OpenMetrics) and CSV (see :mod:`.formats`);
+- :func:`load_prometheus` runs the range queries against a live Prometheus
+  (see :mod:`.prometheus`);
+- both store the samples idempotently in ``metric_samples`` (:mod:`.store`) and
+  recompute ``pod_windows`` (:mod:`.windows`, where the wedge rule and its
+  behaviour on idle periods, restarts, gaps and stale series are documented);
+- :func:`wedged_episodes` lists the windows with their failed turns for the summary.
+
+Only ``up``, ``vllm:generation_tokens_total`` (also spelled
+``vllm_generation_tokens_total``) and ``vllm:num_requests_running``/``_waiting``
+are kept; other metrics in a scrape are counted and dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Iterable
+
+import duckdb
+
+from .formats import discover_metric_files, read_metrics_file
+from .samples import NormalizeStats, normalize
+from .store import parse_model_map, store_model_map, store_samples
+from .times import US, parse_duration, to_epoch_us, us_to_datetime
+from .windows import DOWN, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
+
+__all__ = [
+    "MetricsReport", "load_metrics", "load_prometheus", "recompute_windows", "wedged_episodes",
+    "parse_duration", "parse_model_map", "WEDGED", "DOWN",
+]
+
+#: How far back ``load_prometheus`` looks when neither ``since`` nor logged records say: a week.
+DEFAULT_LOOKBACK = timedelta(days=7)
+
+
+@dataclass
+class MetricsReport:
+    """What a metrics load did (the summary and ``--json`` print it)."""
+
+    sources: list[str] = field(default_factory=list)
+    samples_read: int = 0
+    samples_new: int = 0
+    duplicates: int = 0
+    non_finite: int = 0
+    other_metrics: int = 0
+    wedge_window_s: float = 300.0
+    step_s: float | None = None
+    windows: dict[str, int] = field(default_factory=lambda: {WEDGED: 0, DOWN: 0})
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+                for k, v in self.__dict__.items()}
+
+    def _add(self, stats: NormalizeStats, new: int, duplicates: int) -> None:
+        self.samples_read += stats.read
+        self.non_finite += stats.non_finite
+        self.other_metrics += sum(stats.other_metrics.values())
+        self.samples_new += new
+        self.duplicates += duplicates
+
+    def _finish(self, result: WindowResult) -> "MetricsReport":
+        self.windows = result.counts()
+        self.warnings += result.warnings
+        return self
+
+
+def load_metrics(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str],
+    *,
+    wedge_window: str | float = "5m",
+    model_map: dict[str, str] | None = None,
+) -> MetricsReport:
+    """Load metric files into ``metric_samples`` and recompute ``pod_windows``.
+
+    Args:
+        con: an analyzer database (:func:`analyzer.db.connect`).
+        paths: files, directories or globs; each file's form is detected from its content.
+        wedge_window: how long a flat counter under demand makes a wedge (``"5m"``).
+        model_map: log ``model`` -> metric ``model_name`` where they differ (stored).
+
+    All files load in one transaction: a file that does not parse leaves the
+    database as it was. Loading a file again stores nothing new.
+
+    Raises:
+        InputError: a path matches nothing, or a file does not parse.
+        AnalyzerError: (usage) a bad ``wedge_window``.
+    """
+    w_s = parse_duration(wedge_window, "--wedge-window")
+    report = MetricsReport(wedge_window_s=w_s)
+    files = discover_metric_files(paths)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for path in files:
+            read = read_metrics_file(path)
+            stats = NormalizeStats()
+            new, dup = store_samples(con, normalize(read.samples, stats), read.path)
+            report._add(stats, new, dup)
+            report.sources.append(read.path)
+            report.warnings += read.notes
+        store_model_map(con, model_map)
+        result = write_windows(con, w_s)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return report._finish(result)
+
+
+def load_prometheus(
+    con: duckdb.DuckDBPyConnection,
+    url: str,
+    since: datetime | str | float | None,
+    until: datetime | str | float | None,
+    *,
+    step: float | None = None,
+    wedge_window: str | float = "5m",
+    model_map: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> MetricsReport:
+    """Query a live Prometheus for ``[since, until]``, store the samples, recompute ``pod_windows``.
+
+    Args:
+        url: the Prometheus base URL, e.g. ``http://prometheus:9090``.
+        since, until: the range. When not given, the time range of the logged
+            records in the database widened by the wedge window on each side, or,
+            with no records, the week up to now.
+        step: seconds between points; default a fifth of the wedge window, between
+            1 s and 15 s (so a wedge spans several points), raised when the range
+            would exceed Prometheus' 11,000 points per series.
+        wedge_window, model_map: as for :func:`load_metrics`.
+        timeout: seconds per HTTP request.
+
+    Raises:
+        AnalyzerError: (upstream) Prometheus unreachable or answering an error;
+            (usage) bad arguments.
+    """
+    from .prometheus import fetch_range  # httpx only when a live Prometheus is asked
+
+    w_s = parse_duration(wedge_window, "--wedge-window")
+    if since is None or until is None:
+        first, last = con.execute("SELECT epoch_us(min(ts)), epoch_us(max(ts)) FROM records").fetchall()[0]
+        pad = round(w_s * US)
+        if until is None:
+            until = us_to_datetime(last + pad) if last is not None else datetime.now(timezone.utc)
+        if since is None:
+            since = (us_to_datetime(first - pad) if first is not None
+                     else us_to_datetime(to_epoch_us(until, "--until")) - DEFAULT_LOOKBACK)
+    if step is None:
+        step = max(1.0, min(15.0, w_s / 5))
+    fetched = fetch_range(url, since, until, step, timeout)
+    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[url])
+    report.warnings += fetched.warnings
+    con.execute("BEGIN TRANSACTION")
+    try:
+        stats = NormalizeStats()
+        new, dup = store_samples(con, normalize(fetched.samples, stats), url)
+        report._add(stats, new, dup)
+        store_model_map(con, model_map)
+        result = write_windows(con, w_s)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return report._finish(result)

@@ -1,0 +1,560 @@
+"""Wedged and down windows of each pod, computed from the stored samples into ``pod_windows``.
+
+A *unit* is one pod serving one model: the pod identity (``pod``, else ``instance``,
+else ``job``) with the ``model_name`` label. Its generation counter may be several
+series (one per vLLM engine); the unit generated at an instant if any of them did.
+The wedge window ``W`` (default 5 minutes) is both the time a counter must stay
+flat under demand and the longest hole between samples that still counts as
+continuous observation.
+
+**Wedged.** The counter samples of a unit are cut into *flat runs*: from an
+observed increase (or the first sample) to the next observation that shows an
+increase or a counter reset. Within a run the counter never moved. A run is also
+cut at a scrape gap longer than ``W`` (it ends at the last sample before the gap;
+the next run starts at the first sample after it). Within a run, *demand* comes
+in spells: consecutive ``vllm:num_requests_running``/``..._waiting`` samples above
+0 (a sample at 0 ends the spell), or logged requests to the unit's model (through
+``model_map``) less than ``W`` apart. A run is a wedge when a spell of unserved
+demand lasts at least ``W``: requests kept coming or kept waiting for ``W`` and the
+counter did not move. The window spans from the start of that spell (the last
+increase, when the demand never stopped) to the end of the run: the next increase
+or the restart, since a wedged pod stays wedged until something changes it. A
+logged request does not count for a pod while another pod of the same model shows
+an increase within ``W`` after it (that pod may have served it). ``up == 1`` is
+required by cutting the pod's down windows out of its wedged ones: a failed scrape
+in the middle of a wedge is down for that instant and wedged on both sides.
+
+- Idle periods: a flat counter without demand is never a wedge. Neither is an idle
+  night that starts with the last request finishing (running above 0 for a sample
+  after the last increase) or ends with demand served within ``W``: those spells
+  are shorter than ``W``. Idle time before the demand is not part of a window.
+- Restarts: a counter that drops is a reset (the process restarted), not negative
+  throughput and not a flat stretch: it ends the current run and starts a new one.
+- Gaps: a hole longer than ``W`` in a unit's samples is unknown time. It never
+  becomes (part of) a wedge, even when the counter is equal on both sides, and it
+  does not hide one: a wedge observed before the gap is kept, ending at the last
+  sample before it, and one after the gap is found from the first sample after.
+- Duplicates are dropped when stored, samples are sorted by time here (so input
+  order does not matter), NaN values are never stored.
+- Known limits: requests that vLLM rejects without generating (4xx from its
+  validation) still count as logged demand, so a client hammering invalid requests
+  at an idle pod for ``W`` makes a window (with no upstream failures in it: the
+  classes do not change). A window lasts until the counter moves, so a stall
+  followed by an idle night stays one window until morning traffic is served.
+
+**Down.** ``up == 0`` samples of a pod: the window runs from the first 0 to the
+next 1 (or the last 0 when a gap longer than ``W`` or the end of the data follows).
+A pod is also down while its *target is missing*: all of its series stop (a
+stale series) for longer than ``W`` while another pod of the same model is still
+reporting. The window runs from its last sample until it reports again, a new pod
+of that model appears (a replacement), or the other pods' data ends. A model with
+a single pod whose series stop, or data that ends for everyone, is *unknown*, not
+down: the absence of samples alone cannot tell a dead pod from a dead scraper.
+``up`` carries no ``model_name``; a pod's models are those its vLLM series name (or
+a ``model_name`` label put on ``up`` by relabeling). Pods with no known model get
+no window (the turns cannot be matched to them) and are listed as a warning.
+
+Windows of one pod, model and kind that touch or overlap are merged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+
+from .samples import DEMAND_METRICS, GENERATION_TOKENS, UP
+from .times import US, parse_duration, us_to_datetime, us_to_iso
+
+WEDGED = "wedged"
+DOWN = "down"
+
+# Change observed at a counter sample, in order of precedence when several series
+# of a unit (engines) say different things about the same instant.
+_FLAT, _GAP, _INC, _RESET = range(4)
+_END = 4  # the unit's samples end
+_REASONS = {_GAP: "a scrape gap", _INC: "the next increase", _RESET: "a counter reset (restart)",
+            _END: "the end of its samples"}
+
+Unit = tuple  # (pod, model_name)
+
+
+@dataclass
+class Window:
+    """One interval of ``pod_windows`` (times in epoch microseconds)."""
+
+    pod: str | None
+    model_name: str
+    kind: str
+    start_us: int
+    end_us: int
+    detail: str
+
+
+@dataclass
+class WindowResult:
+    """What :func:`recompute_windows` wrote and what it could not judge."""
+
+    windows: list[Window] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Windows by kind."""
+        out = {WEDGED: 0, DOWN: 0}
+        for w in self.windows:
+            out[w.kind] += 1
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Loading what the rule reads
+
+
+def _grouped(rows, key_len: int) -> dict[tuple, list]:
+    """Rows sorted by their first ``key_len`` columns -> {key: [rest, ...]}."""
+    out: dict[tuple, list] = {}
+    for key, group in itertools.groupby(rows, key=lambda r: tuple(r[:key_len])):
+        out[key] = [r[key_len:] if len(r) - key_len > 1 else r[key_len] for r in group]
+    return out
+
+
+def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
+    """{unit: [series sorted by time, ...]} for the generation counter."""
+    rows = con.execute(
+        """
+        SELECT pod, model_name, labels::VARCHAR AS series, epoch_us(ts), value
+        FROM metric_samples
+        WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
+        ORDER BY pod NULLS FIRST, model_name, series, ts
+        """,
+        {"m": GENERATION_TOKENS},
+    ).fetchall()
+    out: dict[Unit, list] = defaultdict(list)
+    for (pod, model, _series), points in _grouped(rows, 3).items():
+        out[(pod, model)].append(points)
+    return dict(out)
+
+
+def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
+    """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
+    rows = con.execute(
+        """
+        SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0
+        FROM metric_samples
+        WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
+        GROUP BY ALL ORDER BY pod NULLS FIRST, model_name, t
+        """,
+        {"metrics": list(DEMAND_METRICS)},
+    ).fetchall()
+    return {unit: ([t for t, _ in pts], [bool(f) for _, f in pts]) for unit, pts in _grouped(rows, 2).items()}
+
+
+def _load_up(con) -> dict[str | None, list[tuple[int, float]]]:
+    """{pod: [(instant, up)] sorted}; several `up` series of one pod at one instant: the lowest."""
+    rows = con.execute(
+        """
+        SELECT pod, epoch_us(ts) AS t, min(value)
+        FROM metric_samples
+        WHERE metric = $m AND isfinite(value)
+        GROUP BY pod, ts ORDER BY pod NULLS FIRST, t
+        """,
+        {"m": UP},
+    ).fetchall()
+    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+
+
+def _load_pod_models(con) -> dict[str | None, set[str]]:
+    """{pod: models its series name}."""
+    out: dict[str | None, set[str]] = defaultdict(set)
+    for pod, model in con.execute(
+        "SELECT DISTINCT pod, model_name FROM metric_samples WHERE model_name IS NOT NULL"
+    ).fetchall():
+        out[pod].add(model)
+    return dict(out)
+
+
+def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
+    """{pod: sorted instants with any sample}, for the pods of multi-pod models."""
+    if not pods:
+        return {}
+    named = [p for p in pods if p is not None]
+    rows = con.execute(
+        """
+        SELECT pod, epoch_us(ts) AS t FROM metric_samples
+        WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
+        GROUP BY ALL ORDER BY pod NULLS FIRST, t
+        """,
+        {"pods": named, "with_null": None in pods},
+    ).fetchall()
+    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+
+
+def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
+    """{metric model_name: sorted instants of logged requests}, through model_map."""
+    if not models:
+        return {}
+    rows = con.execute(
+        """
+        SELECT coalesce(m.model_name, r.model) AS metric_model, epoch_us(r.ts) AS t
+        FROM records r LEFT JOIN model_map m ON m.log_model = r.model
+        WHERE r.type = 'request' AND list_contains($models, coalesce(m.model_name, r.model))
+        ORDER BY metric_model, t
+        """,
+        {"models": models},
+    ).fetchall()
+    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+
+
+# ---------------------------------------------------------------------------
+# The rule
+
+
+def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[list[int], list[int]]:
+    """The unit's observation instants and the change each one shows (``_FLAT`` ...)."""
+    status: dict[int, int] = {}
+    for series in series_list:
+        prev_t, prev_v = None, None
+        for t, v in series:
+            if prev_t is None:
+                s = _FLAT  # a first sample says nothing about change
+            elif t - prev_t > w_us:
+                s = _GAP
+            elif v > prev_v:
+                s = _INC
+            elif v < prev_v:
+                s = _RESET
+            else:
+                s = _FLAT
+            status[t] = max(status.get(t, _FLAT), s)
+            prev_t, prev_v = t, v
+    times = sorted(status)
+    changes = [status[t] for t in times]
+    for i in range(1, len(times)):
+        if times[i] - times[i - 1] > w_us:
+            changes[i] = max(changes[i], _GAP)
+    return times, changes
+
+
+def _flat_runs(times: list[int], changes: list[int]) -> list[tuple[int, int, int]]:
+    """(start, end, why it ended) of each stretch over which the counter did not move."""
+    if not times:
+        return []
+    runs = []
+    start = times[0]
+    for i in range(1, len(times)):
+        c = changes[i]
+        if c == _FLAT:
+            continue
+        if c in (_INC, _RESET):  # the change is seen at times[i]: the flat period lasts until then
+            runs.append((start, times[i], c))
+        else:  # a gap: unknown after times[i-1]
+            runs.append((start, times[i - 1], c))
+        start = times[i]
+    runs.append((start, times[-1], _END))
+    return runs
+
+
+def _first_in(points: list[int], lo: int, hi: int) -> int | None:
+    """The first of the sorted ``points`` in ``[lo, hi]``, or None."""
+    i = bisect.bisect_left(points, lo)
+    return points[i] if i < len(points) and points[i] <= hi else None
+
+
+def _gauge_spells(gauge: tuple[list[int], list[bool]], lo: int, hi: int, w_us: int) -> list[tuple[int, int]]:
+    """(first, last) of each spell of running/waiting demand among the gauge samples in ``[lo, hi]``.
+
+    A spell is consecutive samples above 0; a sample at 0 (the gauges say nothing
+    is running or waiting) or a hole longer than ``W`` ends it.
+    """
+    times, flags = gauge
+    spells: list[tuple[int, int]] = []
+    first = prev = None
+    for i in range(bisect.bisect_left(times, lo), len(times)):
+        t = times[i]
+        if t > hi:
+            break
+        if first is not None and (not flags[i] or t - prev > w_us):
+            spells.append((first, prev))
+            first = None
+        if flags[i]:
+            first = t if first is None else first
+            prev = t
+    if first is not None:
+        spells.append((first, prev))
+    return spells
+
+
+def _request_spells(requests: list[int], lo: int, hi: int, w_us: int) -> list[tuple[int, int]]:
+    """(first, last) of each spell of logged requests in ``[lo, hi]``: requests less than ``W`` apart."""
+    spells: list[tuple[int, int]] = []
+    for t in requests[bisect.bisect_left(requests, lo):bisect.bisect_right(requests, hi)]:
+        if spells and t - spells[-1][1] <= w_us:
+            spells[-1] = (spells[-1][0], t)
+        else:
+            spells.append((t, t))
+    return spells
+
+
+def _wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], log_demand: list[int],
+            w_us: int) -> list[Window]:
+    """The runs of one unit that are wedges under the rule above."""
+    out = []
+    for start, end, why in runs:
+        # The sample showing an increase or a reset belongs to the new state, not the flat run.
+        hi = end if why in (_GAP, _END) else end - 1
+        firsts = {}
+        for name, spells in (
+            ("requests running/waiting", _gauge_spells(gauge, start, hi, w_us)),
+            # A request logged at the run's first sample was served by the increase seen there.
+            ("logged requests", _request_spells(log_demand, start + 1, hi, w_us)),
+        ):
+            lasting = [first for first, last in spells if last - first >= w_us]
+            if lasting:
+                firsts[name] = lasting[0]
+        if not firsts:
+            continue
+        d0 = min(firsts.values())
+        detail = (f"generation counter flat under demand ({' and '.join(firsts)}) for at least "
+                  f"{w_us / US:g}s from {us_to_iso(d0)}; flat since {us_to_iso(start)}; ends at {_REASONS[why]}")
+        out.append(Window(unit[0], unit[1], WEDGED, d0, end, detail))
+    return out
+
+
+def _log_demand(requests: list[int], other_increases: list[int], w_us: int) -> list[int]:
+    """Logged requests that count as demand for this pod (see the module docstring)."""
+    if not other_increases:
+        return requests
+    out = []
+    for t in requests:
+        if _first_in(other_increases, t, t + w_us) is None:
+            out.append(t)
+    return out
+
+
+def _down_from_up(pod, models: set[str], points: list[tuple[int, float]], w_us: int) -> list[Window]:
+    """Windows where the pod's `up` said 0."""
+    spans = []
+    start = last0 = prev_t = None
+    for t, v in points:
+        if start is not None and t - prev_t > w_us:  # unknown after a long hole: end at the last 0
+            spans.append((start, last0))
+            start = None
+        if v <= 0:
+            if start is None:
+                start = t
+            last0 = t
+        elif start is not None:
+            spans.append((start, t))
+            start = None
+        prev_t = t
+    if start is not None:
+        spans.append((start, last0))
+    return [Window(pod, m, DOWN, s, e, "up == 0") for s, e in spans for m in sorted(models)]
+
+
+def _missing_targets(model: str, pods: list, presence: dict, w_us: int) -> list[Window]:
+    """Windows where a pod of a multi-pod model stopped reporting while another went on."""
+    out = []
+    first_seen = {p: presence[p][0] for p in pods if presence.get(p)}
+    for pod in pods:
+        seen = presence.get(pod) or []
+        if not seen:
+            continue
+        others = [presence[q] for q in pods if q != pod and presence.get(q)]
+        absences = [(a, b) for a, b in zip(seen, seen[1:]) if b - a > w_us] + [(seen[-1], None)]
+        for a, b in absences:
+            end = b if b is not None else max(o[-1] for o in others) if others else a
+            newcomers = [t for q, t in first_seen.items() if q != pod and a < t < end]
+            if newcomers:
+                end = min(newcomers)  # a replacement pod took over
+            if end - a <= w_us:
+                continue
+            if not any(_first_in(o, a + 1, end - 1) is not None for o in others):
+                continue  # nobody reported meanwhile: unknown, not down
+            how = "until it reported again" if end == b else (
+                "until a replacement appeared" if newcomers else "until the other pods' data ends")
+            out.append(Window(pod, model, DOWN, a, end,
+                              f"target missing (series stopped) while other pods of {model} reported; {how}"))
+    return out
+
+
+def _clip_wedges(windows: list[Window]) -> list[Window]:
+    """Cut the down windows of a pod out of its wedged windows.
+
+    A pod cannot be up and down at once; a failed scrape in the middle of a wedge
+    makes that instant down and leaves the wedge on both sides of it (a wedge is
+    judged on the whole flat run, so the pieces may be shorter than ``W``).
+    """
+    downs: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for w in windows:
+        if w.kind == DOWN:
+            downs[(w.pod, w.model_name)].append((w.start_us, w.end_us))
+    out = []
+    for w in windows:
+        if w.kind != WEDGED or (w.pod, w.model_name) not in downs:
+            out.append(w)
+            continue
+        pieces = [(w.start_us, w.end_us)]
+        for ds, de in downs[(w.pod, w.model_name)]:
+            # What is left of each piece before and after this down window (either may be empty).
+            pieces = [p for s, e in pieces for p in ((s, min(e, ds)), (max(s, de), e)) if p[1] > p[0]]
+        out += [Window(w.pod, w.model_name, WEDGED, s, e, w.detail) for s, e in pieces]
+    return out
+
+
+def _merge(windows: list[Window]) -> list[Window]:
+    """Merge touching or overlapping windows of the same pod, model and kind.
+
+    The merged window keeps the first one's detail and says how many it absorbed.
+    """
+    out: list[Window] = []
+    absorbed: dict[int, int] = defaultdict(int)
+    key = lambda w: (w.kind, w.model_name, w.pod or "", w.pod is None, w.start_us)  # noqa: E731
+    for w in sorted(windows, key=key):
+        last = out[-1] if out else None
+        if last and (last.kind, last.model_name, last.pod) == (w.kind, w.model_name, w.pod) and w.start_us <= last.end_us:
+            last.end_us = max(last.end_us, w.end_us)
+            absorbed[len(out) - 1] += 1
+        else:
+            out.append(Window(w.pod, w.model_name, w.kind, w.start_us, w.end_us, w.detail))
+    for i, n in absorbed.items():
+        out[i].detail += f" (merged with {n} adjacent window{'s' if n > 1 else ''})"
+    return out
+
+
+def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
+    """Compute the wedged and down windows from the stored samples (without writing them)."""
+    w_us = round(parse_duration(wedge_window, "--wedge-window") * US)
+    result = WindowResult()
+    counters = _load_counters(con)
+    demand = _load_demand(con)
+    up = _load_up(con)
+    pod_models = _load_pod_models(con)
+    models = sorted({m for ms in pod_models.values() for m in ms})
+    requests = _load_requests(con, models)
+
+    if not counters:
+        result.warnings.append(
+            f"no {GENERATION_TOKENS} samples: wedged windows cannot be found, only down ones")
+
+    # Per unit: flat runs and the instants it was seen generating.
+    runs_of, increases_of = {}, {}
+    for unit, series_list in counters.items():
+        times, changes = _timeline(series_list, w_us)
+        runs_of[unit] = _flat_runs(times, changes)
+        increases_of[unit] = [t for t, c in zip(times, changes) if c == _INC]
+        spacing = [b[0] - a[0] for s in series_list for a, b in zip(s, s[1:])]
+        if spacing and statistics.median(spacing) > w_us:
+            result.warnings.append(
+                f"{unit[0]}/{unit[1]}: samples are {statistics.median(spacing) / US:g}s apart, longer than the "
+                f"wedge window ({w_us / US:g}s): every interval is a gap and no wedge can be seen "
+                "(use a finer step or a longer --wedge-window)")
+
+    for unit, runs in runs_of.items():
+        pod, model = unit
+        others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
+        log_demand = _log_demand(requests.get(model, []), others, w_us)
+        result.windows += _wedges(unit, runs, demand.get(unit, ([], [])), log_demand, w_us)
+
+    no_model = []
+    for pod, points in up.items():
+        models_of_pod = pod_models.get(pod, set())
+        if not models_of_pod:
+            no_model.append(str(pod))
+            continue
+        result.windows += _down_from_up(pod, models_of_pod, points, w_us)
+    if no_model:
+        shown = ", ".join(sorted(no_model)[:5]) + (" ..." if len(no_model) > 5 else "")
+        result.warnings.append(
+            f"{len(no_model)} pod(s) report `up` but no series names their model_name, so their "
+            f"down periods cannot be matched to turns: {shown}")
+
+    pods_of_model: dict[str, list] = defaultdict(list)
+    for pod, ms in pod_models.items():
+        for m in ms:
+            pods_of_model[m].append(pod)
+    multi = {m: ps for m, ps in pods_of_model.items() if len(ps) > 1}
+    presence = _load_presence(con, sorted({p for ps in multi.values() for p in ps}, key=lambda p: (p is None, p or "")))
+    for model, pods in multi.items():
+        result.windows += _missing_targets(model, pods, presence, w_us)
+
+    result.windows = _merge(_clip_wedges(result.windows))
+    return result
+
+
+def recompute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
+    """Replace ``pod_windows`` with the windows the stored samples (and logged requests) show.
+
+    Call again after ingesting more logs (logged requests are demand) or to try
+    another wedge window; the result depends only on what is stored. Runs in a
+    transaction of its own: on failure the previous windows stay.
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        result = write_windows(con, wedge_window)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return result
+
+
+def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
+    """:func:`recompute_windows` inside the caller's transaction (the loaders use it)."""
+    result = compute_windows(con, wedge_window)
+    con.execute("DELETE FROM pod_windows")
+    if result.windows:
+        con.executemany(
+            "INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            [[w.pod, w.model_name, w.kind, us_to_datetime(w.start_us), us_to_datetime(w.end_us), w.detail]
+             for w in result.windows],
+        )
+    return result
+
+
+def wedged_episodes(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    models: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[dict]:
+    """Every wedged or down window with the failed turns inside it, for the summary.
+
+    ``failed_turns`` counts turns of the window's model (through ``model_map``) that
+    the ``turns`` view classes ``wedged-pod`` or ``pod-down`` and whose response (or
+    request, when unanswered) time falls in the window. Call after
+    :func:`analyzer.turns.refresh_turns`. ``models`` (log model names, mapped
+    through ``model_map``) and ``since``/``until`` (naive UTC; windows overlapping
+    ``[since, until)``) filter like the summary's options.
+    """
+    rows = con.execute(
+        """
+        SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
+               (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
+               (SELECT count(*) FROM turns t
+                WHERE t.metric_model = w.model_name
+                  AND t.incident_class IN ('wedged-pod', 'pod-down')
+                  AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts) AS failed_turns,
+               w.detail
+        FROM pod_windows w
+        WHERE ($models IS NULL OR w.model_name IN (
+                  SELECT coalesce(m.model_name, x.model)
+                  FROM (SELECT unnest($models) AS model) x LEFT JOIN model_map m ON m.log_model = x.model))
+          AND ($since IS NULL OR w.end_ts >= $since)
+          AND ($until IS NULL OR w.start_ts < $until)
+        ORDER BY w.start_ts, w.kind, w.pod NULLS FIRST, w.model_name
+        """,
+        {"models": models or None, "since": since, "until": until},
+    ).fetchall()
+    return [
+        {"pod": pod, "model_name": model, "kind": kind,
+         "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
+         "duration_s": float(duration), "failed_turns": int(failed), "detail": detail}
+        for pod, model, kind, start, end, duration, failed, detail in rows
+    ]

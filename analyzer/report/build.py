@@ -1,0 +1,776 @@
+"""Build the report's context objects from the database.
+
+Every query is parameterized SQL over the views (``turns``, ``sessions``,
+``pod_windows``, ``metric_samples``, ...): periods, models and limits are
+``$named`` parameters, never pasted into the SQL. The headline numbers come
+from :func:`analyzer.summary.build_summary` (and its sizing block), not
+recomputed here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+import duckdb
+
+from ..errors import AnalyzerError, ExitCode
+from ..online import CLASSES
+from ..sizing import wilson
+from ..summary import build_summary, is_glm, parse_time
+from . import charts
+from .context import (
+    Assets,
+    Baseline,
+    Breakdown,
+    BreakdownRow,
+    BreakdownsSection,
+    CapRow,
+    ClassCount,
+    Headline,
+    HeadlineNumbers,
+    LadderSection,
+    LengthBudgetSection,
+    Methods,
+    PodThroughput,
+    PodWindow,
+    PositionRow,
+    PositionSection,
+    QuarantineSample,
+    Recovery,
+    ReportContext,
+    RungRow,
+    SessionRow,
+    ThroughputSection,
+    TimelineBucket,
+    TimelineSection,
+    TopSessionsSection,
+    TurnRow,
+)
+from .redact import redact, redact_json, shorten
+
+#: How many rows a breakdown shows, sessions the top list shows, turns per session.
+BREAKDOWN_LIMIT = 12
+TOP_SESSIONS = 10
+TURNS_PER_SESSION = 25
+TEXT_LIMIT = 300
+#: The ladder's default answer reserve (analyzer.online.run_ladder), used without data.
+DEFAULT_ANSWER_RESERVE = 256
+#: A metric gap longer than this is a gap, not a slow period: no rate is drawn across it.
+MAX_SAMPLE_GAP_S = 900
+
+GENERATION_COUNTER = "vllm:generation_tokens_total"
+PLOTLY_CDN = "https://cdn.plot.ly/plotly-{version}.min.js"
+
+
+# ---------------------------------------------------------------------------
+# The period
+
+
+@dataclass(frozen=True)
+class Period:
+    """The reported range ``[since, until)`` and the one before it, with labels."""
+
+    since: datetime
+    until: datetime
+    label: str
+    previous_since: datetime
+    previous_label: str
+    file_stem: str
+
+
+def _range_label(since: datetime, until: datetime) -> str:
+    fmt = "%Y-%m-%d" if since.time() == until.time() == datetime.min.time() else "%Y-%m-%d %H:%M"
+    return f"{since:{fmt}} – {until:{fmt}}"
+
+
+def parse_week(week: str) -> date:
+    """The Monday of an ISO week written ``2026-W47`` (or ``2026W47``)."""
+    m = re.fullmatch(r"\s*(\d{4})-?[Ww](\d{1,2})\s*", week)
+    if not m:
+        raise AnalyzerError(f"--week: expected an ISO week like 2026-W47, got {week!r}", ExitCode.USAGE)
+    try:
+        return date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
+    except ValueError as exc:
+        raise AnalyzerError(f"--week: no such ISO week: {week!r}", ExitCode.USAGE) from exc
+
+
+def _week_period(monday: date) -> Period:
+    since = datetime.combine(monday, datetime.min.time())
+    year, week, _ = monday.isocalendar()
+    prev_year, prev_week, _ = (monday - timedelta(days=7)).isocalendar()
+    return Period(since, since + timedelta(days=7), f"{year}-W{week:02d}", since - timedelta(days=7),
+                  f"{prev_year}-W{prev_week:02d}", f"{year}-W{week:02d}")
+
+
+def _as_datetime(value: str | date | datetime | None, name: str) -> datetime | None:
+    if value is None or isinstance(value, str):
+        return parse_time(value, name)
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+    return datetime.combine(value, datetime.min.time())
+
+
+def resolve_period(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    week: str | None = None,
+    since: str | date | datetime | None = None,
+    until: str | date | datetime | None = None,
+) -> Period:
+    """The period to report: ``week``, or ``[since, until)``, or the last complete ISO week.
+
+    A week counts as complete when the data reaches its Sunday; when the data
+    covers only part of one week, that week is reported (the methods footer
+    says the period is partial).
+    """
+    since_dt, until_dt = _as_datetime(since, "since"), _as_datetime(until, "until")
+    if week and (since_dt or until_dt):
+        raise AnalyzerError("give either --week or --since/--until, not both", ExitCode.USAGE)
+    if week:
+        return _week_period(parse_week(week))
+    first, last = con.execute("SELECT min(ts), max(ts) FROM turns").fetchall()[0]
+    if first is None:
+        raise AnalyzerError("no turns in the database: ingest some logs first (analyze report FILES...)",
+                            ExitCode.NO_INPUT)
+    if since_dt or until_dt:
+        since_dt = since_dt or datetime.combine(first.date(), datetime.min.time())
+        until_dt = until_dt or datetime.combine(last.date(), datetime.min.time()) + timedelta(days=1)
+        if until_dt <= since_dt:
+            raise AnalyzerError("--until must be after --since", ExitCode.USAGE)
+        span = until_dt - since_dt
+        return Period(since_dt, until_dt, _range_label(since_dt, until_dt), since_dt - span,
+                      _range_label(since_dt - span, since_dt), f"{since_dt:%Y-%m-%d}_{until_dt:%Y-%m-%d}")
+    last_monday = last.date() - timedelta(days=last.weekday())
+    monday = last_monday if last.weekday() == 6 else last_monday - timedelta(days=7)
+    if datetime.combine(monday + timedelta(days=7), datetime.min.time()) <= first:
+        monday = last_monday  # the data covers part of a single week: report that week
+    return _week_period(monday)
+
+
+# ---------------------------------------------------------------------------
+# SQL (all parameters are $named)
+
+_BOUNDS = "SELECT min(ts), max(ts) FROM turns"
+
+_MODELS_IN_RANGE = """
+SELECT DISTINCT model FROM turns
+WHERE ts >= $since AND ts < $until AND model IS NOT NULL
+ORDER BY model
+"""
+
+# The metric model names the focus models map to (model_map, else the same name).
+_FOCUS_METRIC_MODELS = """
+SELECT DISTINCT metric_model FROM turns
+WHERE ts >= $since AND ts < $until AND list_contains($models, model) AND metric_model IS NOT NULL
+"""
+
+_TIMELINE = """
+SELECT time_bucket($width, ts) AS bucket, incident_class, count(*) AS n
+FROM turns
+WHERE ts >= $since AND ts < $until AND list_contains($models, model)
+GROUP BY ALL
+"""
+
+# Windows overlapping the period, with the failures of the window's kind inside them.
+_WINDOWS = """
+WITH w AS (
+    SELECT row_number() OVER (ORDER BY start_ts, pod, kind) AS wid, *
+    FROM pod_windows
+    WHERE end_ts >= $since AND start_ts < $until
+),
+f AS (
+    SELECT metric_model, coalesce(response_ts, ts) AS at, incident_class
+    FROM turns
+    WHERE incident_class IN ('wedged-pod', 'pod-down')
+      AND ts >= $since - INTERVAL 1 DAY AND ts < $until + INTERVAL 1 DAY
+)
+SELECT w.wid, coalesce(w.pod, ''), coalesce(w.model_name, ''), w.kind, w.start_ts, w.end_ts, count(f.at)
+FROM w
+LEFT JOIN f
+  ON f.metric_model = w.model_name AND f.at >= w.start_ts AND f.at <= w.end_ts
+ AND f.incident_class = CASE w.kind WHEN 'wedged' THEN 'wedged-pod' ELSE 'pod-down' END
+GROUP BY ALL
+ORDER BY w.wid
+"""
+
+# Rate of the generation counter per pod and bucket. A counter reset (the value
+# drops) counts the new value as the increase; duplicates (dt = 0) and gaps longer
+# than $max_gap seconds are left out rather than smeared.
+_THROUGHPUT = """
+WITH s AS (
+    SELECT coalesce(pod, instance, '') AS pod, coalesce(model_name, '') AS model_name, ts, value,
+           value - lag(value) OVER w AS dv,
+           epoch(ts) - epoch(lag(ts) OVER w) AS dt
+    FROM metric_samples
+    WHERE metric = $metric AND ts >= $since - INTERVAL 1 HOUR AND ts < $until
+    WINDOW w AS (PARTITION BY coalesce(pod, instance, ''), coalesce(model_name, '') ORDER BY ts)
+)
+SELECT pod, model_name, time_bucket($width, ts) AS bucket,
+       sum(CASE WHEN dv < 0 THEN value ELSE dv END) / sum(dt) AS tokens_per_s
+FROM s
+WHERE ts >= $since AND dt > 0 AND dt <= $max_gap
+GROUP BY ALL
+ORDER BY pod, model_name, bucket
+"""
+
+_WINDOW_MINUTES = """
+SELECT coalesce(pod, ''), kind,
+       sum(epoch(least(end_ts, $until)) - epoch(greatest(start_ts, $since))) / 60.0
+FROM pod_windows
+WHERE end_ts >= $since AND start_ts < $until
+GROUP BY ALL
+"""
+
+# One breakdown over the focus turns ($models NULL: every model). $dimension picks the key.
+_BREAKDOWN = """
+WITH t AS (
+    SELECT *,
+           CASE $dimension
+               WHEN 'model' THEN coalesce(model, '(none)')
+               WHEN 'origin' THEN coalesce(nullif(regexp_extract(origin, '^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)', 1), ''),
+                                           origin, '(none)')
+               WHEN 'client' THEN coalesce(client, '(not sent)')
+               WHEN 'thinking' THEN CASE enable_thinking WHEN true THEN 'thinking on'
+                                                         WHEN false THEN 'thinking off' ELSE 'not set' END
+           END AS key
+    FROM turns
+    WHERE ts >= $since AND ts < $until AND ($models IS NULL OR list_contains($models, model))
+),
+g AS (
+    SELECT key, count(*) AS turns, count(DISTINCT session_id) AS sessions,
+           count(*) FILTER (WHERE incident_class <> 'ok') AS failed,
+           count(*) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible,
+           mode(incident_class) FILTER (WHERE incident_class <> 'ok') AS top_failure
+    FROM t GROUP BY key
+)
+SELECT key, turns, sessions, failed, eligible, top_failure,
+       wilson_low(failed, turns), wilson_high(failed, turns)
+FROM g
+ORDER BY turns DESC, key
+"""
+
+# Position in the session and tool-history depth: windows run over whole sessions
+# (turns before the period count), then the period is selected.
+_POSITIONS = """
+WITH t AS (
+    SELECT ts, model, incident_class, ladder_trigger, turn_index,
+           count(*) FILTER (WHERE coalesce(has_tool_calls, false)) OVER (
+               PARTITION BY session_id ORDER BY ts, request_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS tool_depth
+    FROM turns
+    WHERE session_id IS NOT NULL
+),
+b AS (
+    SELECT *,
+           CASE WHEN turn_index = 1 THEN 1 WHEN turn_index = 2 THEN 2 WHEN turn_index <= 4 THEN 3
+                WHEN turn_index <= 8 THEN 4 WHEN turn_index <= 16 THEN 5 WHEN turn_index <= 32 THEN 6
+                ELSE 7 END AS index_bucket,
+           CASE WHEN tool_depth = 0 THEN 1 WHEN tool_depth = 1 THEN 2 WHEN tool_depth <= 3 THEN 3
+                WHEN tool_depth <= 7 THEN 4 WHEN tool_depth <= 15 THEN 5 ELSE 6 END AS depth_bucket
+    FROM t
+    WHERE ts >= $since AND ts < $until AND list_contains($models, model)
+)
+SELECT 'index' AS axis, index_bucket AS bucket, count(*), count(*) FILTER (WHERE incident_class <> 'ok'),
+       count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
+FROM b GROUP BY ALL
+UNION ALL
+SELECT 'depth', depth_bucket, count(*), count(*) FILTER (WHERE incident_class <> 'ok'),
+       count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
+FROM b GROUP BY ALL
+ORDER BY 1, 2
+"""
+_INDEX_BUCKETS = {1: "1", 2: "2", 3: "3–4", 4: "5–8", 5: "9–16", 6: "17–32", 7: "33+"}
+_DEPTH_BUCKETS = {1: "0", 2: "1", 3: "2–3", 4: "4–7", 5: "8–15", 6: "16+"}
+
+_LENGTH_FAILURES = """
+SELECT completion_tokens, coalesce(reasoning_chars, 0), coalesce(max_tokens, completion_tokens) AS cap,
+       max_tokens IS NOT NULL AS logged, request_id, ts, evidence
+FROM turns
+WHERE incident_class = 'length-with-no-content'
+  AND ts >= $since AND ts < $until AND list_contains($models, model)
+ORDER BY ts, request_id
+"""
+
+_THINKING_TURNS = """
+SELECT count(*) FROM turns
+WHERE ts >= $since AND ts < $until AND list_contains($models, model)
+  AND (coalesce(enable_thinking, false) OR coalesce(has_reasoning, false))
+"""
+
+# Answered thinking turns: how many completion tokens an answer with reasoning took,
+# and how many of them were the visible answer (estimated from the character shares).
+_ANSWERED_THINKING = """
+WITH a AS (
+    SELECT completion_tokens, reasoning_chars,
+           completion_tokens * content_chars / (content_chars + reasoning_chars) AS answer_tokens
+    FROM turns
+    WHERE incident_class = 'ok' AND has_reasoning AND has_content
+      AND completion_tokens > 0 AND content_chars > 0 AND reasoning_chars > 0
+      AND ts >= $since AND ts < $until AND list_contains($models, model)
+)
+SELECT count(*), quantile_disc(completion_tokens, 0.5), quantile_disc(completion_tokens, 0.95),
+       ceil(quantile_cont(answer_tokens, 0.95))
+FROM a
+"""
+
+_ANSWERED_POINTS = """
+SELECT completion_tokens, reasoning_chars
+FROM turns
+WHERE incident_class = 'ok' AND has_reasoning AND completion_tokens IS NOT NULL
+  AND ts >= $since AND ts < $until AND list_contains($models, model)
+ORDER BY hash(request_id, ts)
+LIMIT $limit
+"""
+
+_TOP_SESSIONS = """
+SELECT session_id, model, origin, client, first_ts, last_ts, turns, failed_turns, recovered_turns,
+       last_class, ended_on_failure
+FROM sessions
+WHERE failed_turns > 0
+  AND session_id IN (SELECT session_id FROM turns
+                     WHERE ts >= $since AND ts < $until AND list_contains($models, model))
+ORDER BY failed_turns DESC, ended_on_failure DESC, turns DESC, session_id
+LIMIT $limit
+"""
+
+# The turns of those sessions, with the log text to show (from the raw records).
+_SESSION_TURNS = """
+SELECT t.session_id, t.turn_index, t.request_id, t.ts, t.model, t.incident_class, t.evidence, t.status,
+       t.recovered_at, t.latency_ms, t.error,
+       coalesce(q.raw ->> '$.user_message_this_turn', q.raw ->> '$.user_question') AS question,
+       p.raw -> '$.tool_calls' AS tool_calls
+FROM turns t
+LEFT JOIN records q ON q.type = 'request' AND q.request_id = t.request_id AND q.ts = t.ts
+LEFT JOIN records p ON p.type = 'response' AND p.request_id = t.request_id AND p.ts = t.response_ts
+WHERE list_contains($sessions, t.session_id)
+ORDER BY t.session_id, t.turn_index
+"""
+
+_TRUNCATED = "SELECT count(*) FILTER (WHERE truncated) FROM turns WHERE ts >= $since AND ts < $until"
+
+_INPUT_FORMS = "SELECT form, count(*) FROM source_files GROUP BY form ORDER BY form"
+_INPUT_EXAMPLES = "SELECT path FROM source_files ORDER BY path LIMIT $limit"
+
+
+# ---------------------------------------------------------------------------
+
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _q(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+    """Run one query with the parameters it names (DuckDB rejects extra ones)."""
+    names = set(_PARAM.findall(sql))
+    return con.execute(sql, {k: v for k, v in (params or {}).items() if k in names}).fetchall()
+
+
+def _rate(k: int, n: int) -> float:
+    return round(k / n, 4) if n else 0.0
+
+
+def _wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float]:
+    """The sizing's Wilson interval (the SQL macros), (0, 0) for n = 0."""
+    return wilson(con, k, n) or (0.0, 0.0)
+
+
+def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
+    return shorten(redact(value), limit) if value else None
+
+
+def _focus_models(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> tuple[str, list[str]]:
+    models = [m for (m,) in _q(con, _MODELS_IN_RANGE, p)]
+    glm = [m for m in models if is_glm(m)]
+    return ("GLM", glm) if glm else ("all models", models)
+
+
+def _numbers(label: str, summary: dict[str, Any]) -> HeadlineNumbers:
+    s = summary["sizing"]
+    ok = summary["classes"].get("ok", {}).get("count", 0)
+    failed = summary["turns"] - ok
+    rec = s["ladder_recovery"]
+    return HeadlineNumbers(
+        label=label, turns=summary["turns"], sessions=summary["sessions"], failed_turns=failed,
+        failure_rate=_rate(failed, summary["turns"]), tool_sessions=s["tool_sessions"],
+        sessions_lost=s["sessions_lost"], sessions_lost_to_eligible=s["sessions_lost_to_eligible"],
+        ladder_eligible=s["eligible_incidents"], recovery_rate=rec["rate"] if rec else None,
+    )
+
+
+def _recovery(sizing: dict[str, Any]) -> Recovery | None:
+    rec = sizing["ladder_recovery"]
+    if not rec:
+        return None
+    low, high = rec["interval"]
+    return Recovery(ladders=rec["ladders"], recovered=rec["recovered"], rate=rec["rate"], low=low, high=high,
+                    inside_wedged_ladders=rec["inside_wedged_windows"]["ladders"],
+                    inside_wedged_recovered=rec["inside_wedged_windows"]["recovered"])
+
+
+def _baseline(sizing: dict[str, Any]) -> Baseline:
+    b = sizing["baseline"]
+    total = sum(b.values())
+    return Baseline(failures=total, retried_ok=b["retried-ok"], retried_failed=b["retried-failed"],
+                    moved_on=b["moved-on"], session_ended=b["session-ended"],
+                    rescued_rate=_rate(b["retried-ok"], total) if total else None)
+
+
+def _headline(focus: str, models: list[str], period: Period, current: dict, previous: dict | None) -> Headline:
+    classes = sorted(((c, v) for c, v in current["classes"].items() if c != "ok"),
+                     key=lambda cv: (-cv[1]["count"], CLASSES.index(cv[0]) if cv[0] in CLASSES else 99))
+    return Headline(
+        focus=focus, models=[redact(m) or "" for m in models], current=_numbers(period.label, current),
+        previous=_numbers(period.previous_label, previous) if previous and previous["turns"] else None,
+        failure_classes=[ClassCount(incident_class=c, count=v["count"], rate=v["rate"]) for c, v in classes],
+        recovery=_recovery(current["sizing"]), baseline=_baseline(current["sizing"]),
+        conclusion=current["sizing"]["conclusion"],
+    )
+
+
+def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindow]:
+    return [
+        PodWindow(pod=redact(pod) or "", model_name=redact(model) or "", kind=kind, start=start, end=end,
+                  minutes=round((end - start).total_seconds() / 60, 1), failures=failures)
+        for _, pod, model, kind, start, end, failures in _q(con, _WINDOWS, p)
+        if kind in ("wedged", "down")
+    ]
+
+
+def _timeline(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, windows: list[PodWindow],
+              metrics_note: str | None) -> TimelineSection:
+    hourly = period.until - period.since <= timedelta(days=2)
+    width = timedelta(hours=1) if hourly else timedelta(days=1)
+    counts: dict[datetime, dict[str, int]] = {}
+    for bucket, cls, n in _q(con, _TIMELINE, {**p, "width": width}):
+        counts.setdefault(bucket, {})[cls] = n
+    present = {c for per in counts.values() for c in per}
+    classes = [c for c in CLASSES if c in present] + sorted(present - set(CLASSES))
+    buckets = []
+    # Buckets align like time_bucket's: on the hour, or at midnight.
+    start = (period.since.replace(minute=0, second=0, microsecond=0) if hourly
+             else datetime.combine(period.since.date(), datetime.min.time()))
+    while start < period.until:
+        per = counts.get(start, {})
+        total = sum(per.values())
+        failed = total - per.get("ok", 0)
+        buckets.append(TimelineBucket(
+            start=start, label=start.strftime("%m-%d %H:%M" if hourly else "%a %m-%d"), turns=total, failed=failed,
+            failure_rate=_rate(failed, total), counts={c: per.get(c, 0) for c in classes},
+        ))
+        start += width
+    granularity = "hour" if hourly else "day"
+    return TimelineSection(granularity=granularity, classes=classes, buckets=buckets, windows=windows,
+                           metrics_note=metrics_note,
+                           chart=charts.timeline_chart(buckets, classes, windows, granularity))
+
+
+def _throughput(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, windows: list[PodWindow],
+                metrics_note: str | None) -> ThroughputSection:
+    span_minutes = (period.until - period.since).total_seconds() / 60
+    # About 500 points per pod: 5-minute buckets for a day, 30 minutes for a week.
+    bucket_minutes = next((m for m in (1, 5, 10, 15, 30, 60, 120, 360, 1440) if span_minutes / m <= 500), 1440)
+    rows = _q(con, _THROUGHPUT, {**p, "metric": GENERATION_COUNTER, "width": timedelta(minutes=bucket_minutes),
+                                 "max_gap": MAX_SAMPLE_GAP_S})
+    if not rows:
+        note = metrics_note or f"no `{GENERATION_COUNTER}` samples in this period"
+        return ThroughputSection(available=False, note=note, bucket_minutes=bucket_minutes, pods=[],
+                                 windows=windows, chart=None)
+    series: dict[tuple[str, str], list[tuple[datetime, float]]] = {}
+    for pod, model, bucket, rate in rows:
+        series.setdefault((pod, model), []).append((bucket + timedelta(minutes=bucket_minutes / 2), rate or 0.0))
+    minutes: dict[tuple[str, str], float] = {(pod, kind): m for pod, kind, m in _q(con, _WINDOW_MINUTES, p)}
+    pods = []
+    for (pod, model), points in series.items():
+        rates = [r for _, r in points]
+        pods.append(PodThroughput(
+            pod=redact(pod) or "", model_name=redact(model) or "",
+            mean_tokens_per_s=round(sum(rates) / len(rates), 1), peak_tokens_per_s=round(max(rates), 1),
+            idle_buckets=sum(1 for r in rates if r <= 0),
+            wedged_minutes=round(minutes.get((pod, "wedged"), 0.0), 1),
+            down_minutes=round(minutes.get((pod, "down"), 0.0), 1),
+        ))
+    safe_series = {(redact(pod) or "", redact(model) or ""): pts for (pod, model), pts in series.items()}
+    return ThroughputSection(available=True, note=None, bucket_minutes=bucket_minutes, pods=pods, windows=windows,
+                             chart=charts.throughput_chart(safe_series, windows))
+
+
+def _ladder(sizing: dict[str, Any]) -> LadderSection:
+    rungs = []
+    for r in sizing["ladder_rungs"]:
+        ci, cc = r["conditional_interval"] or (None, None), r["cumulative_interval"] or (None, None)
+        rungs.append(RungRow(
+            trigger=redact(r["trigger"]) or "", rung=redact(r["rung"]) or "", ladders=r["ladders"], reached=r["reached"],
+            recovered=r["recovered"], conditional_rate=r["conditional_rate"], conditional_low=ci[0],
+            conditional_high=ci[1], cumulative_rate=r["cumulative_rate"], cumulative_low=cc[0],
+            cumulative_high=cc[1],
+        ))
+    baseline = _baseline(sizing)
+    chart = charts.ladder_chart(rungs) if rungs else charts.baseline_chart(baseline)
+    return LadderSection(
+        measured=bool(rungs), rungs=rungs, recovery=_recovery(sizing), baseline=baseline,
+        eligible_by_trigger=dict(sorted(sizing["eligible_by_trigger"].items())),
+        wedged_or_down_failures=sizing["wedged_or_down_failures"], conclusion=sizing["conclusion"], chart=chart,
+    )
+
+
+_DIMENSIONS = (
+    ("model", "By model"),
+    ("origin", "By origin (app)"),
+    ("client", "By client version"),
+    ("thinking", "By thinking on/off"),
+)
+
+
+def _breakdowns(con: duckdb.DuckDBPyConnection, p: dict[str, Any], focus: str,
+                summary_all: dict[str, Any]) -> BreakdownsSection:
+    items = []
+    for dimension, title in _DIMENSIONS:
+        if dimension == "model":
+            rows = _model_rows(con, summary_all)
+            scope = "all models"
+        else:
+            rows = [
+                BreakdownRow(key=redact(key) or "", turns=turns, sessions=sessions, failed=failed,
+                             failure_rate=_rate(failed, turns), failure_low=round(low, 4), failure_high=round(high, 4),
+                             ladder_eligible=eligible, top_failure=top)
+                for key, turns, sessions, failed, eligible, top, low, high
+                in _q(con, _BREAKDOWN, {**p, "dimension": dimension})
+            ]
+            scope = f"{focus} turns"
+        shown = rows[:BREAKDOWN_LIMIT]
+        chart = charts.rate_chart(f"chart-breakdown-{dimension}", f"Failure rate {title.lower()}", shown,
+                                  horizontal=True, axis_title=dimension)
+        items.append(Breakdown(dimension=dimension, title=title, scope=scope, rows=shown,
+                               omitted=max(0, len(rows) - BREAKDOWN_LIMIT), limit=BREAKDOWN_LIMIT, chart=chart))
+    return BreakdownsSection(items=items)
+
+
+def _model_rows(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> list[BreakdownRow]:
+    """Per model, from the summary (build_summary already counts these)."""
+    rows = []
+    for m in summary_all["models"]:
+        ok = m["classes"].get("ok", {}).get("count", 0)
+        failed = m["turns"] - ok
+        failures = [(c, v["count"]) for c, v in m["classes"].items() if c != "ok"]
+        top = max(failures, key=lambda cv: cv[1])[0] if failures else None
+        low, high = _wilson(con, failed, m["turns"])
+        rows.append(BreakdownRow(
+            key=redact(m["model"]) or "(none)", turns=m["turns"], sessions=m["sessions"], failed=failed,
+            failure_rate=_rate(failed, m["turns"]), failure_low=low, failure_high=high,
+            ladder_eligible=m["ladder_addressable_total"], top_failure=top,
+        ))
+    # Largest first, like the other breakdowns (the summary lists GLM first).
+    return sorted(rows, key=lambda r: (-r.turns, r.key))
+
+
+def _positions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> PositionSection:
+    by: dict[str, list[PositionRow]] = {"index": [], "depth": []}
+    for axis, bucket, turns, failed, eligible in _q(con, _POSITIONS, p):
+        low, high = _wilson(con, failed, turns)
+        label = (_INDEX_BUCKETS if axis == "index" else _DEPTH_BUCKETS)[bucket]
+        by[axis].append(PositionRow(bucket=label, turns=turns, failed=failed, failure_rate=_rate(failed, turns),
+                                    failure_low=low, failure_high=high, ladder_eligible=eligible))
+    return PositionSection(
+        by_turn_index=by["index"], by_tool_depth=by["depth"],
+        turn_index_chart=charts.rate_chart("chart-position-index", "Failure rate by position in the session",
+                                           by["index"], horizontal=False, axis_title="turn index"),
+        tool_depth_chart=charts.rate_chart("chart-position-depth", "Failure rate by tool-history depth",
+                                           by["depth"], horizontal=False,
+                                           axis_title="earlier turns that called tools"),
+    )
+
+
+def _median(values: list[int]) -> int | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[(len(s) - 1) // 2]
+
+
+def _length_budget(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> LengthBudgetSection:
+    failures = _q(con, _LENGTH_FAILURES, p)
+    thinking = _q(con, _THINKING_TURNS, p)[0][0]
+    answered, completion_p50, completion_p95, answer_p95 = _q(con, _ANSWERED_THINKING, p)[0]
+    answer_p95 = int(answer_p95) if answer_p95 is not None else None
+    reserve = max(64, math.ceil(answer_p95 / 64) * 64) if answer_p95 else DEFAULT_ANSWER_RESERVE
+    per_cap: dict[int, list[tuple]] = {}
+    for row in failures:
+        if row[2] is not None:
+            per_cap.setdefault(int(row[2]), []).append(row)
+    caps = [
+        CapRow(cap=cap, turns=len(rows), logged=sum(1 for r in rows if r[3]),
+               median_reasoning_chars=_median([r[1] for r in rows]),
+               suggested_thinking_budget=max(0, cap - reserve - 2))
+        for cap, rows in sorted(per_cap.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    ]
+    n = len(failures)
+    if not n:
+        conclusion = "No turn ran out of tokens before answering in this period."
+    else:
+        top = caps[0] if caps else None
+        conclusion = (
+            f"{n} turn{'s' if n != 1 else ''} spent the whole completion budget on reasoning"
+            + (f", most at max_tokens {top.cap}" if top else "")
+            + f". Keeping {reserve} tokens for the answer"
+            + (f" means a thinking_token_budget of {top.suggested_thinking_budget} at that cap" if top else "")
+            + (f"; {completion_p95} completion tokens covered 95% of answered thinking turns" if completion_p95 else "")
+            + "."
+        )
+    points = _q(con, _ANSWERED_POINTS, {**p, "limit": 3000})
+    return LengthBudgetSection(
+        turns=n, thinking_turns=thinking, share_of_thinking=_rate(n, thinking),
+        inferred=sum(1 for r in failures if r[6] == "inferred"),
+        median_reasoning_chars=_median([r[1] for r in failures]),
+        answered_turns=answered, answered_completion_p50=completion_p50, answered_completion_p95=completion_p95,
+        answer_tokens_p95=answer_p95, answer_reserve=reserve, caps=caps, conclusion=conclusion,
+        chart=charts.length_chart([(r[0], r[1], r[2], r[4], r[5]) for r in failures], points, reserve),
+    )
+
+
+def _tool_calls_text(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return _text(raw)
+    if not isinstance(calls, list) or not calls:
+        return None
+    parts = []
+    for call in calls:
+        if not isinstance(call, dict):
+            parts.append(json.dumps(redact_json(call), ensure_ascii=False))
+            continue
+        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        name = fn.get("name") or "?"
+        args = redact_json(fn.get("arguments"), "arguments")
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        parts.append(f"{redact(str(name))}({args})")
+    return shorten("; ".join(parts), TEXT_LIMIT)
+
+
+def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessionsSection:
+    top = _q(con, _TOP_SESSIONS, {**p, "limit": TOP_SESSIONS})
+    turns: dict[str, list[tuple]] = {}
+    if top:
+        for row in _q(con, _SESSION_TURNS, {"sessions": [r[0] for r in top]}):
+            turns.setdefault(row[0], []).append(row)
+    sessions = []
+    for (sid, model, origin, client, first_ts, last_ts, n, failed, recovered, last_class, ended) in top:
+        rows = turns.get(sid, [])
+        keep = [r for i, r in enumerate(rows) if r[5] != "ok" or r[8] is not None or i in (0, len(rows) - 1)]
+        keep = keep[:TURNS_PER_SESSION]
+        sessions.append(SessionRow(
+            session_id=redact(sid) or "", model=redact(model), origin=_text(origin, 120), client=_text(client, 120),
+            first_ts=first_ts, last_ts=last_ts, turns=n, failed_turns=failed, recovered_turns=recovered,
+            last_class=last_class, ended_on_failure=bool(ended),
+            turn_rows=[
+                TurnRow(turn_index=r[1], request_id=redact(r[2]) or "", ts=r[3], model=redact(r[4]) or "",
+                        incident_class=r[5], evidence=r[6], status=r[7], recovered_at=redact(r[8]), latency_ms=r[9],
+                        error=_text(r[10]), question=_text(r[11]), tool_calls=_tool_calls_text(r[12]))
+                for r in keep
+            ],
+            hidden_turns=n - len(keep),
+        ))
+    return TopSessionsSection(limit=TOP_SESSIONS, sessions=sessions)
+
+
+def _versions() -> dict[str, str]:
+    import platform
+
+    import jinja2
+    import plotly
+    import plotly.offline
+    import pydantic
+
+    from .. import __version__
+
+    return {
+        "analyzer": __version__, "duckdb": duckdb.__version__, "plotly": plotly.__version__,
+        "plotly.js": plotly.offline.get_plotlyjs_version(), "jinja2": jinja2.__version__,
+        "pydantic": pydantic.VERSION, "python": platform.python_version(),
+    }
+
+
+def _methods(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, summary_all: dict[str, Any],
+             generated_at: datetime) -> Methods:
+    first, last = _q(con, _BOUNDS)[0]
+    n_files, n_bytes = _q(con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM source_files")[0]
+    records = _q(con, "SELECT count(*) FROM records")[0][0]
+    migrations = [name for (name,) in _q(con, "SELECT name FROM _migrations ORDER BY name")]
+    # Partial: the data starts after the period's first day or ends before its last day.
+    partial = (first is None or first >= period.since + timedelta(days=1)
+               or last < period.until - timedelta(days=1))
+    return Methods(
+        since=period.since, until=period.until, data_first=first, data_last=last, partial_period=partial,
+        input_files=n_files, input_forms=dict(_q(con, _INPUT_FORMS)), input_bytes=int(n_bytes),
+        input_examples=[redact(path) or "" for (path,) in _q(con, _INPUT_EXAMPLES, {"limit": 5})],
+        records=records, turns=summary_all["turns"], inferred_turns=summary_all["inferred"]["turns"],
+        inferred_share=summary_all["inferred"]["share"], truncated_turns=_q(con, _TRUNCATED, p)[0][0],
+        quarantined_lines=summary_all["quarantined_lines"],
+        quarantine_samples=[QuarantineSample(path=redact(s["path"]) or "", line_no=s["line_no"],
+                                             reason=redact(s["reason"]) or "")
+                            for s in summary_all["quarantine_samples"]],
+        metric_samples=summary_all["metrics"]["samples"], pod_windows=summary_all["metrics"]["windows"],
+        metrics_note=summary_all["metrics"]["note"], versions=_versions(), migrations=migrations,
+        generated_at=generated_at,
+    )
+
+
+def plotly_assets(plotly: str = "inline") -> Assets:
+    """plotly.js embedded inline (default) or linked from its CDN (``plotly="cdn"``)."""
+    from plotly import offline
+
+    version = offline.get_plotlyjs_version()
+    if plotly == "inline":
+        return Assets(plotly_js=offline.get_plotlyjs(), plotly_cdn_url=None, plotly_js_version=version)
+    if plotly == "cdn":
+        return Assets(plotly_js=None, plotly_cdn_url=PLOTLY_CDN.format(version=version), plotly_js_version=version)
+    raise AnalyzerError(f"plotly must be 'inline' or 'cdn', not {plotly!r}", ExitCode.USAGE)
+
+
+def build_context(
+    con: duckdb.DuckDBPyConnection,
+    period: Period,
+    *,
+    plotly: str = "inline",
+    generated_at: datetime | None = None,
+) -> ReportContext:
+    """Every section of the report for ``period``, from the database."""
+    from ..turns import snapshot_turns
+
+    snapshot_turns(con)  # every query below reads one materialized copy of `turns`
+    p: dict[str, Any] = {"since": period.since, "until": period.until}
+    focus, models = _focus_models(con, p)
+    if not models:
+        first, last = _q(con, _BOUNDS)[0]
+        raise AnalyzerError(f"no turns in {period.label}; the data covers {first:%Y-%m-%d %H:%M} .. "
+                            f"{last:%Y-%m-%d %H:%M} UTC", ExitCode.NO_INPUT)
+    p["models"] = models
+    summary_focus = build_summary(con, models=models, since=period.since, until=period.until)
+    summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since)
+    summary_all = build_summary(con, since=period.since, until=period.until)
+    windows = _windows(con, p)
+    focus_metric_models = {redact(m) for (m,) in _q(con, _FOCUS_METRIC_MODELS, p)}
+    metrics_note = summary_all["metrics"]["note"]
+    generated_at = generated_at or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    return ReportContext(
+        title=f"LLM proxy weekly report — {period.label}",
+        period=period.label,
+        headline=_headline(focus, models, period, summary_focus, summary_prev),
+        timeline=_timeline(con, p, period, [w for w in windows if w.model_name in focus_metric_models], metrics_note),
+        throughput=_throughput(con, p, period, windows, metrics_note),
+        ladder=_ladder(summary_focus["sizing"]),
+        breakdowns=_breakdowns(con, p, focus, summary_all),
+        positions=_positions(con, p),
+        length_budget=_length_budget(con, p),
+        top_sessions=_top_sessions(con, p),
+        methods=_methods(con, p, period, summary_all, generated_at),
+        assets=plotly_assets(plotly),
+    )
+

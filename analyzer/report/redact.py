@@ -1,0 +1,106 @@
+"""Credential scrubbing for every piece of log text the report shows.
+
+Log text (questions, errors, tool-call arguments) can carry credentials: agents
+pass S3 keys to a SQL tool, models write ``CREATE SECRET`` statements, errors
+echo headers. The patterns follow the proxy's own scrubbing (keys named like
+secrets, DuckDB ``KEY_ID '...'``/``SECRET '...'`` literals, bearer tokens) plus
+provider-style keys (``sk-...``) and AWS access key ids. Redaction replaces the
+value, keeps the key, so an operator still sees *what* was there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+# The core of a key name that holds a secret. A key matches when, split on `_`/`-`,
+# it ends in one of these (optionally followed by id/key/value): `api_key`,
+# `X-Api-Key`, `aws_secret_access_key`, `s3_secret`, `github_token`, `password`.
+# `max_tokens`, `prompt_tokens` and `thinking_token_budget` do not match.
+_KEY_CORE = (
+    r"(?:secret|password|passwd|pwd|token|authorization|auth|apikey|api[_-]?key"
+    r"|access[_-]?key|s3[_-]?key|private[_-]?key|credentials?|session[_-]?key)"
+)
+_KEY_NAME = rf"(?:[a-z0-9]+[_-])*{_KEY_CORE}(?:[_-](?:id|key|value|access[_-]key))?"
+SECRET_KEY_RE = re.compile(rf"(?i)^{_KEY_NAME}$")
+
+# key: value / "key": "value" / key='value' / \"key\": \"value\" (JSON inside a string)
+# / key=value in a query string.
+_KEY_VALUE_RE = re.compile(
+    rf"""(?ix)
+    (?<![a-z0-9_-])
+    (?P<key>\\?["']?{_KEY_NAME}\\?["']?\s*[:=]\s*)
+    (?P<value>
+        \\"(?:(?!\\").)*\\"          # \"...\" inside a JSON string
+      | "(?:[^"\\]|\\.)*"            # "..."
+      | '[^']*'                      # '...'
+      | (?!bearer\s)[^\s,;&}}\]"'\\]+  # bare value (a bearer token is handled apart)
+    )"""
+)
+# DuckDB CREATE SECRET literals: KEY_ID '...', SECRET '...', SESSION_TOKEN '...'.
+_DUCKDB_SECRET_RE = re.compile(r"(?i)\b(KEY_ID|SECRET|SESSION_TOKEN)(\s+)'[^']*'")
+_BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+# Provider keys (sk-..., sk-ant-..., sk-or-v1-...), AWS access key ids, GitHub tokens.
+_TOKEN_SHAPES_RE = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_-]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,})\b"
+)
+# user:password@ in URLs.
+_URL_PASSWORD_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
+
+
+def _redact_value(match: re.Match) -> str:
+    value = match.group("value")
+    if value.startswith('\\"'):
+        quoted = f'\\"{REDACTED}\\"'
+    elif value[:1] in ('"', "'"):
+        quoted = f"{value[0]}{REDACTED}{value[0]}"
+    else:
+        quoted = REDACTED
+    return match.group("key") + quoted
+
+
+def redact(text: str | None) -> str | None:
+    """Scrub credentials out of free text (None stays None)."""
+    if not text:
+        return text
+    text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _DUCKDB_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}'{REDACTED}'", text)
+    text = _KEY_VALUE_RE.sub(_redact_value, text)
+    text = _TOKEN_SHAPES_RE.sub(REDACTED, text)
+    text = _URL_PASSWORD_RE.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    return text
+
+
+def redact_json(value: Any, key: str | None = None) -> Any:
+    """Scrub a parsed JSON value: secret-named keys lose their value, strings are scrubbed.
+
+    Strings that hold JSON themselves (tool-call ``arguments``) are parsed and
+    scrubbed structurally, then dumped again.
+    """
+    if isinstance(value, dict):
+        return {k: redact_json(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_json(v, key) for v in value]
+    if key is not None and SECRET_KEY_RE.match(key) and value is not None and not isinstance(value, bool):
+        return REDACTED
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                inner = json.loads(stripped)
+            except ValueError:
+                pass
+            else:
+                return json.dumps(redact_json(inner), ensure_ascii=False)
+        return redact(value)
+    return value
+
+
+def shorten(text: str | None, limit: int) -> str | None:
+    """Cut text to ``limit`` characters, saying how much was left out."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}…(+{len(text) - limit} chars)"
