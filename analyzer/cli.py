@@ -108,6 +108,32 @@ def report_cmd(
     print(path)
 
 
+@app.command("replay")
+def replay_cmd(
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="OpenAI-compatible chat-completions URL, or a base URL (…/v1); required unless --dry-run."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Name of the environment variable holding the API key (sent as a bearer token; never printed or stored)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be sent, per turn and rung; send nothing."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Replay at most N turns (the earliest first)."),
+    concurrency: int = typer.Option(2, "--concurrency", help="Turns replayed at the same time."),
+    rate: float = typer.Option(2.0, "--rate", help="At most R upstream calls per second, rungs included (0: no bound)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name to send [default: the model each turn logged]."),
+    only_model: Optional[List[str]] = typer.Option(None, "--only-model", help="Replay only turns of this logged model (repeatable) [default: GLM models]."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="JSON tool definitions: a list, or an object keyed by origin ('*' default) [default: stand-ins named after the transcript's tools]."),
+    flatten: bool = typer.Option(False, "--flatten", help="Also try the opt-in flatten_transcript rung."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to wait for one upstream answer."),
+    time_budget: float = typer.Option(120.0, "--time-budget", help="Seconds the ladder's retries of one turn may take in all."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+) -> None:
+    """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
+    from .replay import replay_command
+
+    replay_command(endpoint=endpoint, api_key_env=api_key_env, dry_run=dry_run, limit=limit,
+                   concurrency=concurrency, rate=rate, model=model, only_models=only_model or None,
+                   tools_file=tools, flatten=flatten, timeout_s=timeout, time_budget_s=time_budget,
+                   json_out=json_out, db=db)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``analyze`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)

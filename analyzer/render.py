@@ -89,22 +89,28 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
         f"retried and it worked {b['retried-ok']:,}, retried and failed {b['retried-failed']:,}, "
         f"moved on {b['moved-on']:,}, and the session ended {b['session-ended']:,} times"
     )
-    if s["ladder_rungs"]:
-        t = Table(title="Measured ladder recovery per rung (outside wedged windows, 95% Wilson intervals)",
-                  title_justify="left")
-        for col in ("trigger", "rung", "reached", "recovered", "recovered | reached", "cumulative"):
-            t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
-        for r in s["ladder_rungs"]:
-            ci, cc = r["conditional_interval"], r["cumulative_interval"]
-            t.add_row(
-                r["trigger"], r["rung"], f"{r['reached']:,}", f"{r['recovered']:,}",
-                f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
-                f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
-            )
-        out.print(t)
-    else:
+    for key, title in (("ladder_rungs", "Measured ladder recovery per rung"),
+                       ("replay_rungs", "Replayed ladder recovery per rung (analyze replay)")):
+        if s.get(key):
+            out.print(_rung_table(s[key], title))
+    if not s["ladder_rungs"] and not s.get("replay_rungs"):
         out.print("  no ladder data yet (no response records carry analyzer.online's `ladder` field)")
     out.print(f"[bold]{s['conclusion']}[/]")
+
+
+def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Per-rung recovery with 95% Wilson intervals."""
+    t = Table(title=f"{title} (outside wedged windows, 95% Wilson intervals)", title_justify="left")
+    for col in ("trigger", "rung", "reached", "recovered", "recovered | reached", "cumulative"):
+        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
+    for r in rows:
+        ci, cc = r["conditional_interval"], r["cumulative_interval"]
+        t.add_row(
+            r["trigger"], r["rung"], f"{r['reached']:,}", f"{r['recovered']:,}",
+            f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
+            f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
+        )
+    return t
 
 
 def _class_table(summary: dict[str, Any]) -> Table:

@@ -92,50 +92,8 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         con.execute(f"SELECT next_step, count(*) FROM ladder_baseline WHERE {_FILTER} GROUP BY ALL", p).fetchall()
     )
 
-    # Per rung, outside wedged windows (the ladder is not expected to fix those).
-    started = dict(con.execute(
-        f"""SELECT trigger, count(*) FROM ladder_attempts
-            WHERE rung = 'original' AND NOT in_wedged_window AND {_FILTER} GROUP BY ALL""", p).fetchall())
-    rungs = []
-    so_far: dict[str, int] = {}
-    for trigger, rung, reached, recovered in con.execute(
-        f"""SELECT trigger, rung, count(*), count(*) FILTER (WHERE incident_class = 'ok')
-            FROM ladder_attempts
-            WHERE rung <> 'original' AND NOT in_wedged_window AND {_FILTER}
-            GROUP BY trigger, rung ORDER BY trigger, min(attempt_no)""",
-        p,
-    ).fetchall():
-        ladders = started.get(trigger, 0)
-        so_far[trigger] = so_far.get(trigger, 0) + recovered
-        rungs.append({
-            "trigger": trigger, "rung": rung, "ladders": ladders, "reached": reached, "recovered": recovered,
-            "conditional_rate": round(recovered / reached, 4) if reached else None,
-            "conditional_interval": wilson(con, recovered, reached),
-            "cumulative_rate": round(so_far[trigger] / ladders, 4) if ladders else None,
-            "cumulative_interval": wilson(con, so_far[trigger], ladders),
-        })
-    ladders_total, recovered_total, ladders_in_wedge, recovered_in_wedge = con.execute(
-        f"""SELECT count(*) FILTER (WHERE NOT in_wedged_window),
-                   count(*) FILTER (WHERE NOT in_wedged_window AND recovered_at IS NOT NULL),
-                   count(*) FILTER (WHERE in_wedged_window),
-                   count(*) FILTER (WHERE in_wedged_window AND recovered_at IS NOT NULL)
-            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model, trigger
-                  FROM ladder_attempts)
-            WHERE {_FILTER} AND list_contains($tool_triggers, trigger)""",
-        {**p, "tool_triggers": list(TOOL_TRIGGERS)},
-    ).fetchall()[0]
-
-    # The headline rate is the tool-session ladder's (the fix being sized); the
-    # opt-in length ladder is reported per rung only.
-    recovery = None
-    if ladders_total:
-        recovery = {
-            "ladders": ladders_total,
-            "recovered": recovered_total,
-            "rate": round(recovered_total / ladders_total, 4),
-            "interval": wilson(con, recovered_total, ladders_total),
-            "inside_wedged_windows": {"ladders": ladders_in_wedge, "recovered": recovered_in_wedge},
-        }
+    measured_rungs, measured = _ladder_stats(con, p, "proxy")
+    replayed_rungs, replayed = _ladder_stats(con, p, "replay")
 
     sizing = {
         "models": models,
@@ -151,11 +109,65 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         "sessions_lost_by_class": lost_by_class,
         "turns_per_lost_session": round(turns_per_lost, 1) if turns_per_lost else None,
         "baseline": {k: baseline.get(k, 0) for k in ("retried-ok", "retried-failed", "moved-on", "session-ended")},
-        "ladder_recovery": recovery,
-        "ladder_rungs": rungs,
+        # measured: production logs of a proxy running the ladder; replayed:
+        # `analyze replay` against a test endpoint. Never blended.
+        "ladder_recovery": measured,
+        "ladder_rungs": measured_rungs,
+        "replay_recovery": replayed,
+        "replay_rungs": replayed_rungs,
     }
     sizing["conclusion"] = conclusion(sizing)
     return sizing
+
+
+def _ladder_stats(con: duckdb.DuckDBPyConnection, p: dict[str, Any], source: str) -> tuple[list[dict], dict | None]:
+    """Per-rung recovery and the tool-session headline rate for one source of ladder runs.
+
+    Outside wedged windows only (no rung is expected to fix a wedged pod); the
+    headline counts the tool-session triggers, the length ladder is per rung only.
+    """
+    q = {**p, "source": source, "tool_triggers": list(TOOL_TRIGGERS)}
+    started = dict(con.execute(
+        f"""SELECT trigger, count(*) FROM ladder_attempts
+            WHERE source = $source AND rung = 'original' AND NOT in_wedged_window AND {_FILTER}
+            GROUP BY ALL""", {k: v for k, v in q.items() if k != "tool_triggers"}).fetchall())
+    rungs = []
+    so_far: dict[str, int] = {}
+    for trigger, rung, reached, recovered in con.execute(
+        f"""SELECT trigger, rung, count(*), count(*) FILTER (WHERE incident_class = 'ok')
+            FROM ladder_attempts
+            WHERE source = $source AND rung <> 'original' AND NOT in_wedged_window AND {_FILTER}
+            GROUP BY trigger, rung ORDER BY trigger, min(attempt_no)""",
+        {k: v for k, v in q.items() if k != "tool_triggers"},
+    ).fetchall():
+        ladders = started.get(trigger, 0)
+        so_far[trigger] = so_far.get(trigger, 0) + recovered
+        rungs.append({
+            "trigger": trigger, "rung": rung, "ladders": ladders, "reached": reached, "recovered": recovered,
+            "conditional_rate": round(recovered / reached, 4) if reached else None,
+            "conditional_interval": wilson(con, recovered, reached),
+            "cumulative_rate": round(so_far[trigger] / ladders, 4) if ladders else None,
+            "cumulative_interval": wilson(con, so_far[trigger], ladders),
+        })
+    total, recovered_total, in_wedge, recovered_in_wedge = con.execute(
+        f"""SELECT count(*) FILTER (WHERE NOT in_wedged_window),
+                   count(*) FILTER (WHERE NOT in_wedged_window AND recovered_at IS NOT NULL),
+                   count(*) FILTER (WHERE in_wedged_window),
+                   count(*) FILTER (WHERE in_wedged_window AND recovered_at IS NOT NULL)
+            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model, trigger
+                  FROM ladder_attempts WHERE source = $source)
+            WHERE {_FILTER} AND list_contains($tool_triggers, trigger)""",
+        q,
+    ).fetchall()[0]
+    if not total:
+        return rungs, None
+    return rungs, {
+        "ladders": total,
+        "recovered": recovered_total,
+        "rate": round(recovered_total / total, 4),
+        "interval": wilson(con, recovered_total, total),
+        "inside_wedged_windows": {"ladders": in_wedge, "recovered": recovered_in_wedge},
+    }
 
 
 def conclusion(s: dict[str, Any]) -> str:
@@ -164,7 +176,8 @@ def conclusion(s: dict[str, Any]) -> str:
     wedged = s["sessions_lost_to_wedged_or_down"]
     tail = (f"; {wedged} more {'was' if wedged == 1 else 'were'} lost to wedged or down pods, which no retry fixes"
             if wedged else "")
-    rec = s["ladder_recovery"]
+    rec = s["ladder_recovery"] or s["replay_recovery"]
+    how = "measured" if s["ladder_recovery"] else "replayed"
     if not s["models"]:
         return "No GLM traffic in the selected range."
     if rec is None:
@@ -178,6 +191,6 @@ def conclusion(s: dict[str, Any]) -> str:
     saved = round(lost * rec["rate"])
     return (
         f"The ladder would have saved about {saved} of {lost} GLM tool sessions lost to ladder-eligible "
-        f"failures (measured recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, "
+        f"failures ({how} recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, "
         f"over {rec['ladders']} ladder runs){tail}."
     )
