@@ -71,7 +71,7 @@ RECORD_TYPES = ("request", "response", "system_prompt")
 SNIPPET_CHARS = 200
 MAX_LINE_BYTES = 512 * 1024 * 1024  # full-capture lines can be megabytes
 # Input bytes per transaction: bounds memory (override with $ANALYZER_BATCH_BYTES).
-BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 96 * 1024 * 1024))
+BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 512 * 1024 * 1024))
 BATCH_FILES = 4000
 
 # A kubectl line: optional `kubectl logs --timestamps` stamp, then a record prefix.
@@ -212,10 +212,10 @@ _HOT_COLUMNS = """
 
 
 def _stage_sql(form: str, reader: str) -> str:
-    """Pass 1: parse every line once; keep its verdict, provenance and typed columns.
+    """Pass 1: parse every line once; keep its verdict, provenance, typed columns and text.
 
-    The big record text is not kept here (memory); pass 2 reads it again for the
-    lines that win de-duplication.
+    Batches are bounded in bytes, so holding the batch's record text here costs
+    at most about a batch of memory and saves reading the files twice.
     """
     struct = json.dumps(RECORD_STRUCT).replace("'", "''")
     return f"""
@@ -243,6 +243,7 @@ def _stage_sql(form: str, reader: str) -> str:
     typed AS (
         SELECT file, n, truncated, verdict,
                CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
+               CASE WHEN verdict = 'ok' THEN candidate END AS raw,
                {_HOT_COLUMNS}
         FROM judged
     )
@@ -290,14 +291,13 @@ QUALIFY row_number() OVER (
 
 
 def _insert_records_sql(form: str, reader: str) -> str:
-    """Pass 2: store the winning lines: typed columns from the stage, the text read again."""
+    """Pass 2: store the lines that won de-duplication, from the stage."""
     return f"""
     INSERT INTO records BY NAME
-    SELECT s.* EXCLUDE (file, n, verdict, snippet), s.n - o.first_n + 1 AS line_no, c.candidate AS raw
-    FROM ({_candidates_sql(form, reader)}) c
-    JOIN winners w ON w.file = c.file AND w.n = c.n
-    JOIN stage s ON s.file = c.file AND s.n = c.n
-    JOIN line_offsets o ON o.file = c.file
+    SELECT s.* EXCLUDE (file, n, verdict, snippet), s.n - o.first_n + 1 AS line_no
+    FROM stage s
+    SEMI JOIN winners w ON w.file = s.file AND w.n = s.n
+    JOIN line_offsets o ON o.file = s.file
     """
 
 
@@ -476,7 +476,7 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
         con.execute(_DROP_TRUNCATED_SUPERSEDED)
         after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_WINNERS)
-        con.execute(_insert_records_sql(form, reader), {"files": paths} if reader != PYTHON else None)
+        con.execute(_insert_records_sql(form, reader))
         after = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_INSERT_QUARANTINE)
         con.execute(
