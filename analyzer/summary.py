@@ -24,10 +24,6 @@ def is_glm(model: str | None) -> bool:
     return bool(model) and "glm" in model.lower()
 
 
-def _model_order(model: str | None) -> tuple:
-    return (not is_glm(model), model or "")
-
-
 def parse_time(value: str | None, name: str) -> datetime | None:
     """Parse an ISO-8601 bound (a date, or a date and time; UTC assumed)."""
     if value is None:
@@ -74,7 +70,7 @@ def build_summary(
         q("""SELECT model, count(*), count(DISTINCT session_id),
                     count(DISTINCT session_id) FILTER (WHERE tool_history)
              FROM summary_turns GROUP BY model"""),
-        key=lambda r: _model_order(r[0]),
+        key=lambda r: (not is_glm(r[0]), -r[1], r[0] or ""),  # GLM first, busiest first
     ):
         per_model.append({"model": model, "turns": n, "sessions": n_sessions, "tool_sessions": n_tool_sessions})
 

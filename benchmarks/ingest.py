@@ -132,6 +132,75 @@ def analyze(args: list[str]) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, out.decode()
 
 
+def phases(directory: Path) -> dict[str, float]:
+    """(e): where (a)'s time goes, run in-process on a fresh database."""
+    from analyzer import db as dbmod, ingestion
+    from analyzer.summary import build_summary
+    from analyzer.turns import refresh_turns
+
+    path = directory / "phases.duckdb"
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+    con = dbmod.connect(path)
+    spent: dict[str, float] = {}
+
+    class Timed:
+        """Adds up DuckDB time per kind of statement."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def execute(self, sql, *args):
+            t = time.perf_counter()
+            result = self.inner.execute(sql, *args)
+            head = sql.strip().split("\n")[0]
+            kind = ("parse every line (stage)" if "TEMP TABLE stage" in head
+                    else "store records" if "INSERT INTO records" in head
+                    else "commit (write to disk)" if head == "COMMIT" else "other ingest statements")
+            spent[kind] = spent.get(kind, 0.0) + time.perf_counter() - t
+            return result
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    t = time.perf_counter()
+    ingestion.ingest(Timed(con), [str(directory / "s3")])
+    spent["ingest in all"] = time.perf_counter() - t
+    t = time.perf_counter()
+    refresh_turns(con)
+    spent["classify (labels + turns table)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    build_summary(con)
+    spent["summary"] = time.perf_counter() - t
+    con.close()
+    return spent
+
+
+def storage_cost(directory: Path) -> tuple[float, float]:
+    """(f): what keeping `raw` costs: CREATE TABLE AS of the typed columns, without and with it."""
+    from analyzer.ingestion import RECORD_STRUCT, _HOT_COLUMNS, _candidates_sql
+    from analyzer.sources import discover
+
+    files = [f.path for f in discover([str(directory / "s3")])]
+    struct = json.dumps(RECORD_STRUCT).replace("'", "''")
+    out = []
+    for with_raw in (False, True):
+        path = directory / "ctas.duckdb"
+        for p in (path, Path(str(path) + ".wal")):
+            p.unlink(missing_ok=True)
+        con = duckdb.connect(str(path))
+        con.execute("SET memory_limit = '1GB'")
+        raw = ", candidate AS raw" if with_raw else ""
+        t = time.perf_counter()
+        con.execute(f"""CREATE TABLE r AS SELECT {_HOT_COLUMNS} {raw}
+                        FROM (SELECT candidate, try(json_transform(candidate, '{struct}')) AS j
+                              FROM ({_candidates_sql('jsonl', 'lines')}))""", {"files": files})
+        con.execute("CHECKPOINT")
+        out.append(time.perf_counter() - t)
+        con.close()
+    return out[0], out[1]
+
+
 def main() -> None:
     """Generate (or reuse) the week, run (a)-(d), print the figures and ratios."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,6 +225,14 @@ def main() -> None:
     print(f"(c) stdlib json.loads loop:                  {tc:7.2f} s")
     td, _, _ = analyze([str(opts.dir / "s3"), "--db", str(db), "--json"])
     print(f"(d) analyze again, no new files:             {td:7.2f} s")
+
+    spent = phases(opts.dir)
+    typed, with_raw = storage_cost(opts.dir)
+    print("(e) where (a)'s time goes (in-process, fresh database):")
+    for kind, seconds in spent.items():
+        print(f"      {kind:36s} {seconds:7.2f} s")
+    print(f"(f) CREATE TABLE AS, typed columns only:      {typed:7.2f} s   ({typed / tb:.1f}x floor)")
+    print(f"    CREATE TABLE AS, typed columns + raw:     {with_raw:7.2f} s   ({with_raw / tb:.1f}x floor)")
 
     db_size = db.stat().st_size
     print()
