@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -138,14 +139,26 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``analyze`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
     commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    first = next((a for a in args if not a.startswith("-")), None)
-    if first is not None and first not in commands and "--help" not in args[: args.index(first)]:
-        args.insert(0, "run")  # `analyze FILES...` is the main job
+    # `analyze FILES... [OPTIONS]` is the main job: anything that does not start
+    # with a command name (or the group's own --help) goes to `run`.
+    if args and args[0] not in commands and args[0] not in ("--help", "-h"):
+        args.insert(0, "run")
     try:
         app(args=args, prog_name="analyze", standalone_mode=True)
     except AnalyzerError as err:
-        print(f"analyze: error: {err}", file=sys.stderr)
-        raise SystemExit(int(err.exit_code))
+        _fail(str(err), int(err.exit_code))
+    except OSError as err:  # an unwritable output, a vanished file: say so in one line
+        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err), int(ExitCode.FAILED))
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on request
+        if os.environ.get("ANALYZER_DEBUG"):
+            raise
+        _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
+              int(ExitCode.FAILED))
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"analyze: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

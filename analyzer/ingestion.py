@@ -110,10 +110,24 @@ TEXT, LINES, PQ, PYTHON = "text", "lines", "parquet", "python"
 TEXT_MAX_BYTES = 32 * 1024
 
 
+_GLOB_CHARS = frozenset("*?[]{}")
+
+
 def reader_for(f: SourceFile) -> str:
-    """The reader for a file: by form, compression and size."""
+    """The reader for a file: by form, compression and size.
+
+    DuckDB's readers take a path as a glob pattern, so a file whose name holds
+    glob characters (``day[1].jsonl``) would match other files or none: such
+    files are read in Python instead.
+    """
+    globby = any(c in _GLOB_CHARS for c in f.path)
     if f.form == PARQUET:
+        if globby:
+            raise InputError(f"{f.path}: Parquet files whose path holds glob characters "
+                             f"({''.join(sorted(_GLOB_CHARS))}) cannot be read; rename it")
         return PQ
+    if globby:
+        return PYTHON
     if f.path.endswith(".gz") or f.size > TEXT_MAX_BYTES:
         return LINES
     return TEXT

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape  # log and metric text is untrusted: never read it as markup
 from rich.table import Table
 
 
@@ -41,7 +42,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     for m in summary["models"]:
         failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
         models.add_row(
-            str(m["model"]), f"{m['turns']:,}", f"{m['sessions']:,}", f"{m['tool_sessions']:,}",
+            escape(str(m["model"])), f"{m['turns']:,}", f"{m['sessions']:,}", f"{m['tool_sessions']:,}",
             f"{failed:,}", f"{m['ladder_addressable_total']:,}", f"{m['sessions_ended_on_failure']:,}",
         )
     out.print(models)
@@ -70,7 +71,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
 def print_sizing(s: dict[str, Any], out: Console) -> None:
     """The sizing block: eligible incidents, recovery per rung or the baseline, the conclusion."""
     out.print()
-    out.print(f"[bold]Sizing the ladder[/] (GLM: {', '.join(s['models']) or 'none'})")
+    out.print(f"[bold]Sizing the ladder[/] (GLM: {escape(', '.join(s['models'])) or 'none'})")
     trig = ", ".join(f"{k} {v:,}" for k, v in sorted(s["eligible_by_trigger"].items()))
     out.print(f"  eligible incidents: {s['eligible_incidents']:,}" + (f" ({trig})" if trig else ""))
     out.print(
@@ -119,7 +120,7 @@ def _class_table(summary: dict[str, Any]) -> Table:
 
     glm = [m for m in summary["models"] if is_glm(m["model"])]
     others = [m for m in summary["models"] if not is_glm(m["model"])]
-    groups: list[tuple[str, list[dict]]] = [(str(m["model"]), [m]) for m in glm[:4]]
+    groups: list[tuple[str, list[dict]]] = [(escape(str(m["model"])), [m]) for m in glm[:4]]
     if len(glm) > 4:
         groups.append((f"other GLM ({len(glm) - 4})", glm[4:]))
     if others:
@@ -150,6 +151,6 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
         t.add_column(col, justify=justify)
     for e in episodes:
         minutes = e["duration_s"] / 60
-        t.add_row(e["pod"] or "?", e["model_name"], e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
+        t.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
                   f"{minutes:.0f} min" if minutes >= 1 else f"{e['duration_s']:.0f} s", f"{e['failed_turns']:,}")
     out.print(t)

@@ -79,6 +79,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
 
+from .urls import public_url
 from .errors import AnalyzerError, ExitCode
 from .online import (
     ALL_RUNGS,
@@ -437,15 +438,7 @@ def endpoint_url(endpoint: str) -> str:
 
 def public_endpoint(url: str) -> str:
     """``url`` without user info, query or fragment: safe to print and store."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = host + (f":{parts.port}" if parts.port else "")
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    except ValueError:
-        return "<unparseable URL>"
+    return public_url(url)
 
 
 @dataclass

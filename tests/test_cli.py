@@ -93,3 +93,13 @@ def test_help_for_every_command():
     assert p.returncode == 0 and "run" in p.stdout
     p = analyze("run", "--help")
     assert p.returncode == 0 and "--json" in p.stdout
+
+
+def test_log_text_is_not_read_as_terminal_markup(tmp_path):
+    """A model name like `glm-[/evil]` is data: printed as is, never a crash."""
+    recs = [request("f0000001", at(0), model="glm-[/evil]"), response_ok("f0000001", at(0.1), content="ok", model="glm-[/evil]"),
+            request("f0000002", at(1), model="glm-[red]x"), response_ok("f0000002", at(1.1), content="ok", model="glm-[red]x")]
+    logs = write_jsonl(tmp_path / "odd.jsonl", recs)
+    p = analyze(str(logs), "--db", str(tmp_path / "a.duckdb"))
+    assert p.returncode == 0, p.stderr
+    assert "glm-[/evil]" in p.stdout and "glm-[red]x" in p.stdout

@@ -296,3 +296,17 @@ def test_invalid_utf8_and_nul_bytes_lose_no_good_line(tmp_path, db):
     assert con.execute("SELECT line_no FROM quarantine").fetchall() == [(5,)]
     assert con.execute("SELECT count(*) FROM records").fetchall()[0][0] == 4
     con.close()
+
+
+def test_file_names_with_glob_characters_are_read_exactly_once(tmp_path, db):
+    """DuckDB reads paths as glob patterns: `day[1].jsonl` must not match `day1.jsonl`."""
+    write_jsonl(tmp_path / "logs/day[1].jsonl", _pairs(2))
+    write_jsonl(tmp_path / "logs/day1.jsonl", _pairs(3, start=100, session="s-2"))
+    report = run(db, [tmp_path / "logs"])
+    assert report.records == 10 and report.new_records == 10
+    con = connect(db)
+    per_file = dict((Path(p).name, n) for p, n in con.execute(
+        "SELECT f.path, count(r.line_no) FROM source_files f LEFT JOIN records r USING (file_id) GROUP BY ALL").fetchall())
+    assert per_file == {"day[1].jsonl": 4, "day1.jsonl": 6}
+    assert con.execute("SELECT count(*), count(DISTINCT (file_id, line_no)) FROM records").fetchall() == [(10, 10)]
+    con.close()

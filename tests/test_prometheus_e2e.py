@@ -380,3 +380,46 @@ def test_the_default_range_is_the_logged_records_widened_by_the_window(tmp_path)
     start, end = float(asked[0]["start"][0]), float(asked[0]["end"][0])
     assert (start, end) == (T0.timestamp() - 300, T0.timestamp() + 7200 + 300)
     assert report.step_s == 15 and report.windows == {"wedged": 0, "down": 0}
+
+
+def test_credentials_in_the_prometheus_url_are_sent_but_never_shown(tmp_path):
+    """user:password@ and ?token= go with the request (basic auth, query); only the base is printed or stored."""
+    import base64
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = _json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        from analyzer.db import connect
+        from analyzer.metrics import load_prometheus
+
+        port = server.server_address[1]
+        con = connect(tmp_path / "a.duckdb")
+        report = load_prometheus(con, f"http://alice:s3cretpw@127.0.0.1:{port}/?token=t0ken",
+                                 "2026-11-16T00:00:00Z", "2026-11-16T01:00:00Z")
+        stored = con.execute("SELECT string_agg(DISTINCT source, ',') FROM metric_samples").fetchall()[0][0] or ""
+        con.close()
+    finally:
+        server.shutdown()
+    assert seen and all(a == "Basic " + base64.b64encode(b"alice:s3cretpw").decode() for _, a in seen)
+    assert all("token=t0ken" in path for path, _ in seen)
+    shown = _json.dumps(report.to_dict()) + stored
+    assert "s3cretpw" not in shown and "t0ken" not in shown and "alice" not in shown

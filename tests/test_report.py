@@ -721,3 +721,22 @@ def test_sample_week_renders_in_well_under_ten_seconds_worth_of_work(sample_cont
     assert 4_000_000 < len(html.encode()) < 8_000_000
     for secret_shape in ("Bearer ey", "sk-live", "SECRET 'w"):
         assert secret_shape not in html
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+    ('{"headers": {"Authorization": "Token abc123def"}}', "abc123def"),
+    ('Provider returned 401: {"error": "bad key", "api_key": "sk-live-AbCdEfGh', "AbCdEfGh"),
+    ("password: hunter2 is wrong", "hunter2"),
+])
+def test_redaction_of_other_auth_schemes_and_cut_off_values(text, secret):
+    from analyzer.report.redact import redact
+
+    assert secret not in redact(text)
+
+
+def test_redaction_leaves_prose_alone():
+    from analyzer.report.redact import redact
+
+    text = "The token budget is a basic setting; max_tokens: 1024"
+    assert redact(text) == text

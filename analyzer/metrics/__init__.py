@@ -31,6 +31,7 @@ from .samples import NormalizeStats, normalize
 from .store import parse_model_map, store_model_map, store_samples
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
 from .windows import DOWN, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
+from ..urls import public_url
 
 __all__ = [
     "MetricsReport", "load_metrics", "load_prometheus", "recompute_windows", "wedged_episodes",
@@ -159,12 +160,13 @@ def load_prometheus(
     if step is None:
         step = max(1.0, min(15.0, w_s / 5))
     fetched = fetch_range(url, since, until, step, timeout)
-    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[url])
+    shown = public_url(url)  # never store or print credentials carried in the URL
+    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown])
     report.warnings += fetched.warnings
     con.execute("BEGIN TRANSACTION")
     try:
         stats = NormalizeStats()
-        new, dup = store_samples(con, normalize(fetched.samples, stats), url)
+        new, dup = store_samples(con, normalize(fetched.samples, stats), shown)
         report._add(stats, new, dup)
         store_model_map(con, model_map)
         result = write_windows(con, w_s)

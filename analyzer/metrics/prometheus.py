@@ -16,6 +16,8 @@ from datetime import datetime
 
 import httpx
 
+from ..urls import split_credentials
+
 from ..errors import AnalyzerError, ExitCode
 from .formats import parse_prometheus_json
 from .samples import Sample
@@ -81,20 +83,24 @@ def fetch_range(
             (usage) a bad URL or an empty range.
     """
     since_us, until_us = to_epoch_us(since, "--since"), to_epoch_us(until, "--until")
+    # Credentials in the URL (user:password@, ?token=) go with the requests and
+    # are never shown: `url` from here on is the public base.
+    raw_url = url
+    url, auth, extra_params = split_credentials(raw_url)
     if until_us <= since_us:
         raise AnalyzerError(f"--until must be after --since for {url}", ExitCode.USAGE)
     if not (isinstance(step, (int, float)) and step > 0):
         raise AnalyzerError(f"step must be a positive number of seconds, not {step!r}", ExitCode.USAGE)
-    if not url.startswith(("http://", "https://")):
+    if not raw_url.startswith(("http://", "https://")):
         raise AnalyzerError(f"--prometheus: not an http(s) URL: {url!r}", ExitCode.USAGE)
     step_s = bounded_step(since_us, until_us, float(step))
     endpoint = url.rstrip("/") + "/api/v1/query_range"
     out = RangeFetch([], step_s, tuple(queries))
     if step_s != step:
         out.warnings.append(f"step raised from {step:g}s to {step_s:g}s to stay under {MAX_POINTS} points per query")
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with httpx.Client(timeout=timeout, transport=transport, auth=auth) as client:
         for query in queries:
-            params = {"query": query, "start": f"{since_us / US:.6f}", "end": f"{until_us / US:.6f}",
+            params = {**extra_params, "query": query, "start": f"{since_us / US:.6f}", "end": f"{until_us / US:.6f}",
                       "step": f"{step_s:g}"}
             doc = _get(client, endpoint, params, url, query)
             out.warnings += [f"Prometheus warning for {query}: {w}" for w in doc.get("warnings") or []]

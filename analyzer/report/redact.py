@@ -37,12 +37,16 @@ _KEY_VALUE_RE = re.compile(
         \\"(?:(?!\\").)*\\"          # \"...\" inside a JSON string
       | "(?:[^"\\]|\\.)*"            # "..."
       | '[^']*'                      # '...'
-      | (?!bearer\s)[^\s,;&}}\]"'\\]+  # bare value (a bearer token is handled apart)
+      | ["'][^\n]*                  # a quoted value cut off (error bodies are cut at 1,000 chars)
+      | (?!(?:bearer|basic|token|digest|negotiate|apikey)\s)[^\s,;&}}\]"'\\]+  # bare value (auth schemes apart)
     )"""
 )
 # DuckDB CREATE SECRET literals: KEY_ID '...', SECRET '...', SESSION_TOKEN '...'.
 _DUCKDB_SECRET_RE = re.compile(r"(?i)\b(KEY_ID|SECRET|SESSION_TOKEN)(\s+)'[^']*'")
 _BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+# An Authorization header with any scheme (Basic, Token, Digest ...): the scheme
+# stays, the credentials go. Words like "basic" or "token" in prose are left alone.
+_AUTH_HEADER_RE = re.compile(r"""(?i)(authorization\\?["']?\s*[:=]\s*\\?["']?[A-Za-z-]+\s+)[^\s"',;\\]+""")
 # Provider keys (sk-..., sk-ant-..., sk-or-v1-...), AWS access key ids, GitHub tokens.
 _TOKEN_SHAPES_RE = re.compile(
     r"\b(?:sk-[A-Za-z0-9_-]{16,}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,})\b"
@@ -53,6 +57,8 @@ _URL_PASSWORD_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@"
 
 def _redact_value(match: re.Match) -> str:
     value = match.group("value")
+    if value[:1] in ('"', "'") and (len(value) < 2 or value[-1] != value[0]):
+        return match.group("key") + value[0] + REDACTED  # cut off: redact to the end
     if value.startswith('\\"'):
         quoted = f'\\"{REDACTED}\\"'
     elif value[:1] in ('"', "'"):
@@ -67,6 +73,7 @@ def redact(text: str | None) -> str | None:
     if not text:
         return text
     text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _DUCKDB_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}'{REDACTED}'", text)
     text = _KEY_VALUE_RE.sub(_redact_value, text)
     text = _TOKEN_SHAPES_RE.sub(REDACTED, text)
