@@ -195,7 +195,7 @@ def _register_python_lines(con: duckdb.DuckDBPyConnection, paths: list[str]) -> 
 
 # The typed hot columns of `records`, computed from the parsed record `j`.
 _HOT_COLUMNS = """
-    try_cast(j.timestamp AS TIMESTAMP) AS ts, j.type AS type, j.request_id AS request_id,
+    try_cast(j.timestamp AS TIMESTAMPTZ)::TIMESTAMP AS ts, j.type AS type, j.request_id AS request_id,
     j.session_id AS session_id, j.client AS client, j.provider AS provider, j.model AS model,
     j.origin AS origin,
     j.message_count AS message_count, j.tools_count AS tools_count, j.enable_thinking AS enable_thinking,
@@ -249,7 +249,7 @@ def _stage_sql(form: str, reader: str) -> str:
                  WHEN NOT starts_with(ltrim(candidate), '{{') THEN 'not a JSON object'
                  WHEN j.type IS NULL OR j.type NOT IN {RECORD_TYPES}
                       THEN 'not a proxy record (no request/response/system_prompt type)'
-                 WHEN try_cast(j.timestamp AS TIMESTAMP) IS NULL THEN 'no valid timestamp'
+                 WHEN try_cast(j.timestamp AS TIMESTAMPTZ)::TIMESTAMP IS NULL THEN 'no valid timestamp'
                  ELSE 'ok'
                END AS verdict
         FROM parsed

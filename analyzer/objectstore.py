@@ -252,7 +252,9 @@ def sync(
                 if pattern and not fnmatch.fnmatchcase(key, pattern):
                     continue
                 report.listed += 1
-                if key.endswith("/") or not in_layout(key) or ".." in key.split("/"):
+                # A key is a path below the cache: never absolute, never climbing out.
+                if (key.endswith("/") or not in_layout(key) or ".." in key.split("/")
+                        or key.startswith("/") or not (mirror / key).resolve().is_relative_to(mirror.resolve())):
                     if len(report.skipped) < 5:
                         report.skipped.append(key)
                     continue

@@ -10,6 +10,7 @@ from typing import Iterator
 
 from .db import connect
 from .ingestion import IngestReport, ingest
+from .sources import discover
 from .summary import build_summary, parse_time
 from .turns import refresh_turns
 
@@ -55,6 +56,10 @@ def run_main_job(
     Returns the summary dict.
     """
     since_dt, until_dt = parse_time(since, "since"), parse_time(until, "until")
+    from .metrics import parse_duration
+
+    parse_duration(wedge_window, "--wedge-window")  # a bad value fails before any work
+    discover(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
         with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:

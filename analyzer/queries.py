@@ -107,22 +107,3 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         if len(failed) == len(pending):
             raise duckdb.CatalogException("; ".join(f"{k}: {v}" for k, v in errors.items()))
         pending = failed
-
-
-def run_query(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: dict[str, Any] | None = None):
-    """Run a queries/ file by name (or literal SQL) with ``$name`` parameters.
-
-    Returns a DuckDB relation result (call ``.pl()``, ``.fetchall()``...).
-    Parameters the file declares but the caller does not give are passed as NULL,
-    so questions can treat a missing bound as "no bound".
-    """
-    queries = load_queries()
-    params = dict(params or {})
-    if name_or_sql in queries:
-        q = queries[name_or_sql]
-        sql = q.sql
-        for p in q.params:
-            params.setdefault(p, None)
-    else:
-        sql = name_or_sql
-    return con.execute(sql, params) if params else con.execute(sql)

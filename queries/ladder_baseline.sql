@@ -20,7 +20,8 @@ SELECT request_id, session_id, ts, model, ladder_trigger, incident_class, eviden
        next_request_id, next_class,
        date_diff('millisecond', ts, next_ts) AS ms_to_next_turn,
        CASE WHEN next_request_id IS NULL THEN 'session-ended'
-            WHEN next_prompt_md5 IS NOT DISTINCT FROM prompt_md5
+            -- `=`, not IS NOT DISTINCT FROM: two unknown messages are not the same turn
+            WHEN next_prompt_md5 = prompt_md5
                  AND next_message_count IS NOT DISTINCT FROM message_count
                  THEN CASE WHEN next_class = 'ok' THEN 'retried-ok' ELSE 'retried-failed' END
             ELSE 'moved-on'

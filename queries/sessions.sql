@@ -7,7 +7,7 @@
 WITH ordered AS (
     SELECT t.*,
            CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS client_class,
-           row_number() OVER (PARTITION BY session_id ORDER BY ts DESC) AS from_end
+           row_number() OVER (PARTITION BY session_id ORDER BY ts DESC, request_id DESC) AS from_end
     FROM turns t
     WHERE session_id IS NOT NULL
 )

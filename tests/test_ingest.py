@@ -310,3 +310,12 @@ def test_file_names_with_glob_characters_are_read_exactly_once(tmp_path, db):
     assert per_file == {"day[1].jsonl": 4, "day1.jsonl": 6}
     assert con.execute("SELECT count(*), count(DISTINCT (file_id, line_no)) FROM records").fetchall() == [(10, 10)]
     con.close()
+
+
+def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, db):
+    rec = request("abcd0001", at(0))
+    shifted = dict(rec, timestamp=rec["timestamp"].replace("T14:", "T16:").replace("Z", "+02:00"))
+    run(db, [write_jsonl(tmp_path / "a.jsonl", [rec]), write_jsonl(tmp_path / "b.jsonl", [shifted])])
+    con = connect(db)
+    assert con.execute("SELECT count(*), min(ts) FROM records").fetchall() == [(1, at(0).replace(tzinfo=None))]
+    con.close()

@@ -15,7 +15,8 @@ import pytest
 from analyzer.db import connect
 from analyzer.ingestion import ingest
 from analyzer.online import log_fields, run_ladder
-from analyzer.queries import load_queries, run_query
+from analyzer.queries import load_queries
+from analyzer.sqlrun import execute
 from analyzer.turns import refresh_turns
 from tests.support.records import (
     NAKED_500,
@@ -159,19 +160,17 @@ def sample_week(tmp_path_factory):
     ingest(con, [str(SAMPLE / "s3")])
     metrics = SAMPLE / "metrics"
     if metrics.is_dir():
-        try:
-            from analyzer.metrics import load_metrics
-        except ImportError:
-            pass
-        else:
-            load_metrics(con, [str(metrics)])
+        from analyzer.metrics import load_metrics
+
+        load_metrics(con, [str(metrics)])
     refresh_turns(con)
     yield con
     con.close()
 
 
 def _run(con, name, **params):
-    cur = run_query(con, name if QUERIES[name].kind == "question" else f'SELECT * FROM "{name}"', params)
+    # The same path `analyze sql` and analyzer.query take (parameter binding included).
+    cur = execute(con, name if QUERIES[name].kind == "question" else f'SELECT * FROM "{name}"', params)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row)) for row in cur.fetchall()]
 
