@@ -51,7 +51,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
 
     inf = summary["inferred"]
     out.print(
-        f"ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
+        f"across all models the ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
         "(tool-history-5xx, and empty-200-stop with tool history); "
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )

@@ -86,9 +86,14 @@ def build_summary(
     ended = {
         m: (n, f)
         for m, n, f in q(
+            # Sessions that started in the range (as the sizing counts them), by the
+            # model of their last turn.
             """SELECT s.model, count(*), count(*) FILTER (WHERE s.ended_on_failure)
-               FROM sessions s WHERE s.session_id IN (SELECT DISTINCT session_id FROM summary_turns)
-               GROUP BY ALL"""
+               FROM sessions s
+               WHERE ($models IS NULL OR list_contains($models, s.model))
+                 AND ($since IS NULL OR s.first_ts >= $since) AND ($until IS NULL OR s.first_ts < $until)
+               GROUP BY ALL""",
+            {"models": models or None, "since": since, "until": until},
         )
     }
     for row in per_model:
