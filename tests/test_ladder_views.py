@@ -13,6 +13,8 @@ from analyzer.online import log_fields, run_ladder
 from analyzer.summary import build_summary
 from analyzer.turns import refresh_turns
 from tests.support.records import (
+    DONE_ANSWER,
+    TOOL_PAYLOAD,
     NAKED_500,
     TOOL_CALL,
     TOOL_RESULT,
@@ -23,15 +25,8 @@ from tests.support.records import (
     write_jsonl,
 )
 
-PAYLOAD = {
-    "model": "glm-5", "max_tokens": 2048, "tools": [{"type": "function", "function": {"name": "query"}}],
-    "messages": [{"role": "user", "content": "q"},
-                 {"role": "assistant", "content": None,
-                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c1", "content": "rows"}],
-}
-ANSWER = json.dumps({"choices": [{"message": {"content": "Done."}, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 900, "completion_tokens": 12}}).encode()
+PAYLOAD = TOOL_PAYLOAD
+ANSWER = DONE_ANSWER
 RUNG_ORDER = ["original", "tool_choice_none", "drop_tools", "final_answer"]
 
 

@@ -48,7 +48,17 @@ from analyzer.report import context as ctx_module
 from analyzer.report.build import build_context, resolve_period
 from analyzer.report.redact import REDACTED, redact, redact_json
 from analyzer.report.render import render_html, template_environment
-from tests.support.records import NAKED_500, TOOL_CALL, TOOL_RESULT, request, response_error, response_ok, write_jsonl
+from tests.support.records import (
+    DONE_ANSWER,
+    NAKED_500,
+    TOOL_CALL,
+    TOOL_PAYLOAD,
+    TOOL_RESULT,
+    request,
+    response_error,
+    response_ok,
+    write_jsonl,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_LOGS = REPO / "sample_logs"
@@ -75,15 +85,8 @@ def day(d: int, hour: int, minute: float = 0) -> datetime:
 
 # --- building records ------------------------------------------------------
 
-TOOLS_PAYLOAD = {
-    "model": "glm-5", "max_tokens": 4096, "tools": [{"type": "function", "function": {"name": "query"}}],
-    "messages": [{"role": "user", "content": "q"},
-                 {"role": "assistant", "content": None,
-                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c1", "content": "rows"}],
-}
-ANSWER = json.dumps({"choices": [{"message": {"content": "Done."}, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 900, "completion_tokens": 12}}).encode()
+TOOLS_PAYLOAD = {**TOOL_PAYLOAD, "max_tokens": 4096}
+ANSWER = DONE_ANSWER
 
 
 def _ladder_extra(recover_at: str | None) -> dict:

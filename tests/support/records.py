@@ -91,6 +91,18 @@ NAKED_500_HEADERS = {"date": "Mon, 16 Nov 2026 15:41:06 GMT", "content-length": 
 TOOL_RESULT = [{"tool_call_id": "chatcmpl-tool-1", "content": "| name | total |\n|---|---|\n| Marin | 1 |"}]
 TOOL_CALL = [{"name": "query", "arguments": "{\"sql\": \"SELECT 1\"}"}]
 
+# A chat-completions payload with tool history and tools offered (ladder-eligible
+# when it fails), and a healthy upstream answer to it.
+TOOL_PAYLOAD = {
+    "model": "glm-5", "max_tokens": 2048, "tools": [{"type": "function", "function": {"name": "query"}}],
+    "messages": [{"role": "user", "content": "q"},
+                 {"role": "assistant", "content": None,
+                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "rows"}],
+}
+DONE_ANSWER = json.dumps({"choices": [{"message": {"content": "Done."}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 900, "completion_tokens": 12}}).encode()
+
 
 def write_jsonl(path: Path, records: Iterable[dict], *, compress: bool = False) -> Path:
     """Write records as an S3 chunk file (one JSON object per line)."""
