@@ -84,10 +84,9 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
         select = _turns_select(con)
         rows = con.execute("SELECT count(*) FROM turns").fetchall()[0][0]
         if rows:
-            con.execute(
-                f"COPY ({select} ORDER BY ts, request_id) TO '{_sql_str(staging)}' "
-                f"(FORMAT parquet, PARTITION_BY ({PARTITION}), COMPRESSION {compression})"
-            )
+            # The relation API takes the path as a value, never pasted into SQL.
+            con.sql(f"{select} ORDER BY ts, request_id").write_parquet(
+                str(staging), partition_by=[PARTITION], compression=compression)
         new = _day_dirs(staging)
         old = _day_dirs(out)
         report = ExportReport(path=str(out), rows=rows, days=sorted(new))
@@ -120,10 +119,6 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _sql_str(p: Path) -> str:
-    return str(p).replace("'", "''")
-
-
 def export_command(out_dir: str | Path, db: str | Path | None = None) -> ExportReport:
     """``analyze export --parquet DIR``: export from the database (opened read-only) and print a summary."""
     from .db import connect
@@ -147,6 +142,6 @@ def open_export(parquet_dir: str | Path) -> duckdb.DuckDBPyConnection:
     """
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    pattern = _sql_str(Path(parquet_dir).expanduser().resolve() / "*" / "*.parquet")
-    con.execute(f"CREATE VIEW turns AS SELECT * FROM read_parquet('{pattern}', hive_partitioning = true)")
+    pattern = str(Path(parquet_dir).expanduser().resolve() / "*" / "*.parquet")
+    con.read_parquet(pattern, hive_partitioning=True).create_view("turns")
     return con
