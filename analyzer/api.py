@@ -62,6 +62,10 @@ def _opened(db: DB, *, write: bool) -> Iterator["duckdb.DuckDBPyConnection"]:
     from .paths import default_db_path
 
     target = Path(str(db)) if db is not None else default_db_path()
+    if not write and str(target) != ":memory:" and not target.exists():
+        # A query on a mistyped path must not create an empty database and
+        # answer from it as if the week had no traffic.
+        raise DatabaseError(f"no database at {target}; run `analyze FILES...` (or analyzer.ingest) first")
     con = None
     if not write and str(target) != ":memory:" and target.exists():
         try:

@@ -136,6 +136,7 @@ class ReplayTurn:
     notes: list[str] = field(default_factory=list)
 
     def key(self) -> str:
+        """The turn's identity in messages: request id and request time."""
         return f"{self.request_id}@{_iso(self.ts)}"
 
 
@@ -410,6 +411,7 @@ class RateLimiter:
         self._lock = asyncio.Lock()
 
     async def acquire(self) -> None:
+        """Wait until the next call is allowed by the rate bound."""
         if not self.interval:
             return
         async with self._lock:
@@ -452,6 +454,7 @@ class TurnOutcome:
     attempts: list[Attempt]
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the turn's replay."""
         return {
             "request_id": self.turn.request_id, "ts": _iso(self.turn.ts), "session_id": self.turn.session_id,
             "model": self.turn.model, "sent_model": self.turn.payload.get("model"),
@@ -484,6 +487,7 @@ class ReplayReport:
         return sorted(rows.values(), key=lambda r: (r["trigger"], order.get(r["rung"], 99)))
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole replay (what --json prints)."""
         return {
             "endpoint": self.endpoint, "dry_run": False, "rungs": list(self.plan.rungs),
             "turns": [o.to_dict() for o in self.outcomes],

@@ -88,3 +88,12 @@ def test_api_with_a_path_or_a_connection(tmp_path):
         analyzer.query("no_such_question", db=db)
     with pytest.raises(QueryParamError):
         analyzer.query("classes_by_day", db=db, colour="red")
+
+
+def test_query_on_a_missing_database_is_an_error_not_an_empty_answer(tmp_path):
+    import analyzer
+    from analyzer.errors import DatabaseError
+
+    with pytest.raises(DatabaseError, match="no database"):
+        analyzer.query("SELECT count(*) FROM turns", db=tmp_path / "typo.duckdb")
+    assert not (tmp_path / "typo.duckdb").exists()

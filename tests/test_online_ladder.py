@@ -573,3 +573,19 @@ def test_length_recovery_does_not_replace_the_tool_ladder():
     send = ScriptedSend(NAKED_500, OK)
     result = run_ladder(tool_payload(), send, length_recovery=True)
     assert result.recovered_at == "tool_choice_none"
+
+
+def test_thinking_budget_rung_never_raises_a_lower_client_budget():
+    from analyzer.online import build_rung
+
+    low = build_rung({"max_tokens": 4096, "thinking_token_budget": 64, "messages": []}, "thinking_budget")
+    assert low["thinking_token_budget"] == 64
+    none = build_rung({"max_tokens": 4096, "messages": []}, "thinking_budget", answer_reserve=1024)
+    assert none["thinking_token_budget"] == 4096 - 1024 - 2
+
+
+def test_tool_choice_none_also_closes_the_legacy_function_call():
+    from analyzer.online import build_rung
+
+    out = build_rung({"functions": [{"name": "q"}], "function_call": "auto", "messages": []}, "tool_choice_none")
+    assert out["function_call"] == "none" and out["tool_choice"] == "none"

@@ -207,7 +207,10 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
     ``model`` and ``answer_reserve`` are used only by the length rungs.
     """
     if rung == TOOL_CHOICE_NONE:
-        return {**payload, "tool_choice": "none"}
+        out = {**payload, "tool_choice": "none"}
+        if "functions" in payload or "function_call" in payload:
+            out["function_call"] = "none"  # the legacy spelling says the same
+        return out
     if rung == DROP_TOOLS:
         return _without_tools(payload)
     if rung == FINAL_ANSWER:
@@ -221,6 +224,9 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
     if rung == THINKING_BUDGET:
         max_tokens = requested_max_tokens(payload)
         budget = max(0, (max_tokens or 0) - answer_reserve - 2)
+        asked = payload.get("thinking_token_budget")
+        if isinstance(asked, int) and not isinstance(asked, bool) and 0 <= asked < budget:
+            budget = asked  # never raise a budget the client set lower
         return {**payload, "thinking_token_budget": budget}
     if rung == DISABLE_THINKING:
         out = normalize_thinking(payload, model or str(payload.get("model") or ""), False)
