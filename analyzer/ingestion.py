@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 
 import duckdb
 
-from .errors import InputError
+from .errors import ExitCode, InputError
 from .sources import JSONL, KUBECTL, PARQUET, SourceFile, discover
 
 # The fields read into typed columns; everything else stays in `raw`.
@@ -485,7 +485,8 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
                 "SELECT s.file, s.n - o.first_n + 1 AS line_no, s.verdict FROM stage s JOIN line_offsets o USING (file) "
                 "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, line_no LIMIT 1"
             ).fetchall()[0]
-            raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)")
+            raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
+                             ExitCode.BAD_INPUT)
         before = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
         con.execute(_DROP_TRUNCATED_SUPERSEDED)
         after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]

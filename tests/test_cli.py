@@ -103,3 +103,10 @@ def test_log_text_is_not_read_as_terminal_markup(tmp_path):
     p = analyze(str(logs), "--db", str(tmp_path / "a.duckdb"))
     assert p.returncode == 0, p.stderr
     assert "glm-[/evil]" in p.stdout and "glm-[red]x" in p.stdout
+
+
+def test_strict_exits_with_the_bad_input_code(tmp_path):
+    bad = tmp_path / "chunk.jsonl"
+    bad.write_text('{"type": "request", "timestamp": "2026-11-16T14:00:00.000000Z", "request_id": "a"}\n{cut\n')
+    p = analyze(str(bad), "--db", str(tmp_path / "a.duckdb"), "--strict")
+    assert p.returncode == ExitCode.BAD_INPUT and "chunk.jsonl:2" in p.stderr and "Traceback" not in p.stderr
