@@ -216,13 +216,21 @@ def frame(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str,
 # Output
 
 
+def _iso(v: datetime | date | time) -> str:
+    # Stored timestamps are naive UTC (the proxy writes `Z`): say so in the output,
+    # as the summary's JSON does.
+    if isinstance(v, datetime) and v.tzinfo is None:
+        return v.isoformat() + "Z"
+    return v.isoformat()
+
+
 def _json_value(v: Any) -> Any:
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, Decimal):
         return int(v) if v == v.to_integral_value() else float(v)
     if isinstance(v, (datetime, date, time)):
-        return v.isoformat()
+        return _iso(v)
     if isinstance(v, timedelta):
         return v.total_seconds()
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -240,7 +248,7 @@ def _text(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, (datetime, date, time)):
-        return v.isoformat()
+        return _iso(v)
     if isinstance(v, (dict, list, tuple)):
         return json.dumps(_json_value(v), ensure_ascii=False)
     return str(_json_value(v))

@@ -139,3 +139,9 @@ def test_missing_database_is_a_database_error(tmp_path):
 def test_help():
     p = analyze("sql", "--help")
     assert p.returncode == 0 and "--param" in p.stdout and "--write" in p.stdout
+
+
+def test_json_times_say_they_are_utc(sql):
+    code, out, _ = sql("SELECT ts FROM turns ORDER BY ts LIMIT 1", "--format", "json")
+    assert code == 0
+    assert json.loads(out)[0]["ts"].endswith("Z")
