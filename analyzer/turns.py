@@ -137,6 +137,20 @@ def _md5(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
 
+def is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when the labels and the ``turns`` table match the records (read-only check)."""
+    from .queries import load_queries
+
+    queries = load_queries()
+    try:
+        labels = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0] + "|" + _md5(queries["turn_features"].sql)
+        turns = con.execute(_SIGNATURE, {"sql": queries["turn_features"].sql + queries["turns"].sql}).fetchall()[0][0]
+        known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
+    except duckdb.Error:  # an older schema: not current until migrated and rebuilt
+        return False
+    return known.get("labels") == labels and known.get("turns") == turns
+
+
 def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool:
     """Rebuild the materialized ``turns`` table if its inputs changed; return whether it did.
 

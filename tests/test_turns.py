@@ -192,3 +192,16 @@ def test_incidents_and_sessions_views(classified):
     assert n_incidents == sum(1 for c, _ in rows.values() if c != "ok")
     s = con.execute("SELECT turns, ended_on_failure FROM sessions WHERE session_id = 's-fresh'").fetchall()
     assert s == [(1, True)]
+
+
+def test_is_current_tells_when_the_turns_table_is_stale(tmp_path):
+    from analyzer.turns import is_current
+
+    con = connect(tmp_path / "a.duckdb")
+    ingest(con, [str(write_jsonl(tmp_path / "a.jsonl", _turn("40000001", 0, response_ok, content="hi")))])
+    assert not is_current(con)
+    refresh_turns(con)
+    assert is_current(con)
+    con.execute("INSERT INTO pod_windows VALUES ('p', 'glm-5', 'wedged', ?, ?, 'test')", [at(0), at(1)])
+    assert not is_current(con)
+    con.close()

@@ -46,7 +46,7 @@ def make_report(
     from ..errors import AnalyzerError, DatabaseError, ExitCode
     from ..ingestion import ingest
     from ..paths import default_db_path
-    from ..turns import refresh_turns
+    from ..turns import is_current, refresh_turns
     from .build import build_context, resolve_period
     from .render import render_html, write_html
 
@@ -56,11 +56,21 @@ def make_report(
     target = Path(db) if db is not None else default_db_path()
     if not files and str(target) != ":memory:" and not target.exists():
         raise DatabaseError(f"no database at {target}; run `analyze FILES...` or give the log files")
-    con = connect(target)
+    # Rendering alone only reads: open read-only (other readers may share the
+    # file) unless there are files to ingest or the classification is stale.
+    con = None
+    if not files and str(target) != ":memory:":
+        con = connect(target, read_only=True)
+        if not is_current(con):
+            con.close()
+            con = None
+    if con is None:
+        con = connect(target)
     try:
         if files:
             ingest(con, files)
-        refresh_turns(con)
+        if not is_current(con):
+            refresh_turns(con)
         period = resolve_period(con, week=week, since=since, until=until)
         context = build_context(con, period, plotly=plotly)
     finally:
