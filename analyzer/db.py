@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import duckdb
 
@@ -18,6 +19,22 @@ from .errors import DatabaseError
 from .paths import default_db_path
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction: committed when the block ends, rolled back if it raises.
+
+    Every write path uses it, so an interrupted run leaves the database as it was
+    before the block.
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
@@ -233,17 +250,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     for name, fn in MIGRATIONS:
         if name in done:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             fn(con)
             con.execute(
                 "INSERT INTO _migrations VALUES (?, ?)",
                 [name, datetime.now(timezone.utc).replace(tzinfo=None)],
             )
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
         applied.append(name)
     return applied
 

@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 import duckdb
 
+from .db import transaction
 from .errors import ExitCode, InputError
 from .sources import JSONL, KUBECTL, PARQUET, SourceFile, discover
 
@@ -374,7 +375,7 @@ def _batches(todo: list[tuple[SourceFile, int | None]]) -> Iterable[list[tuple[S
 
 def ingest(
     con: duckdb.DuckDBPyConnection,
-    inputs: list[str],
+    inputs: list[str] | list[SourceFile],
     *,
     strict: bool = False,
     progress: Progress | None = None,
@@ -383,7 +384,7 @@ def ingest(
 
     Args:
         con: a connection from :func:`analyzer.db.connect`.
-        inputs: files, directories and globs.
+        inputs: files, directories and globs (or SourceFiles from :func:`discover`).
         strict: raise :class:`InputError` on the first batch with a malformed line
             (that batch is rolled back) instead of quarantining it.
         progress: called with ``(bytes_done, bytes_total)`` after each batch.
@@ -392,7 +393,12 @@ def ingest(
         InputError: an input does not exist or is not a proxy log; under
             ``strict``, a malformed line.
     """
-    files = discover(inputs)
+    # Callers that already expanded the inputs (to fail before opening a
+    # database) pass the SourceFiles; discovery is not done twice.
+    if inputs and all(isinstance(i, SourceFile) for i in inputs):
+        files = list(inputs)
+    else:
+        files = discover([str(i) for i in inputs])
     report = IngestReport(files_seen=len(files))
     todo = _plan(con, files, report)
     total = sum(f.size for f, _ in todo)
@@ -461,58 +467,57 @@ def _ingest_batch(con: duckdb.DuckDBPyConnection, batch: list[tuple[SourceFile, 
     form = batch[0][0].form
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     paths = [f.path for f, _ in batch]
-    con.execute("BEGIN TRANSACTION")
+    registered = False
     try:
-        _register_batch(con, batch)
-        # A changed file is read whole again: its old quarantine rows go, and
-        # de-duplication keeps its records single.
-        con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM batch_files WHERE NOT is_new)")
-        if reader == PYTHON:
-            _register_python_lines(con, paths)
-        try:
-            con.execute(_stage_sql(form, reader), {"files": paths} if reader != PYTHON else None)
-            con.execute(_line_numbers_sql(reader))
-        except duckdb.Error as exc:
-            if reader in (TEXT, LINES):
-                raise _ReaderRefused(str(exc)) from exc
-            raise InputError(f"cannot read {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}: {exc}") from exc
-        lines, recs, bad, free_text = con.execute(
-            "SELECT coalesce(sum(lines), 0), coalesce(sum(records), 0), coalesce(sum(quarantined), 0), "
-            f"coalesce(sum(free_text), 0) FROM ({_FILE_STATS})"
-        ).fetchall()[0]
-        if strict and bad:
-            first = con.execute(
-                "SELECT s.file, s.n - o.first_n + 1 AS line_no, s.verdict FROM stage s JOIN line_offsets o USING (file) "
-                "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, line_no LIMIT 1"
+        with transaction(con):
+            _register_batch(con, batch)
+            # A changed file is read whole again: its old quarantine rows go, and
+            # de-duplication keeps its records single.
+            con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM batch_files WHERE NOT is_new)")
+            if reader == PYTHON:
+                _register_python_lines(con, paths)
+                registered = True
+            try:
+                con.execute(_stage_sql(form, reader), {"files": paths} if reader != PYTHON else None)
+                con.execute(_line_numbers_sql(reader))
+            except duckdb.Error as exc:
+                if reader in (TEXT, LINES):
+                    raise _ReaderRefused(str(exc)) from exc
+                raise InputError(f"cannot read {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}: {exc}") from exc
+            lines, recs, bad, free_text = con.execute(
+                "SELECT coalesce(sum(lines), 0), coalesce(sum(records), 0), coalesce(sum(quarantined), 0), "
+                f"coalesce(sum(free_text), 0) FROM ({_FILE_STATS})"
             ).fetchall()[0]
-            raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
-                             ExitCode.BAD_INPUT)
-        before = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
-        con.execute(_DROP_TRUNCATED_SUPERSEDED)
-        after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
-        con.execute(_WINNERS)
-        con.execute(_insert_records_sql(form, reader))
-        after = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
-        con.execute(_INSERT_QUARANTINE)
-        con.execute(
-            f"INSERT INTO source_files BY NAME SELECT * EXCLUDE (is_new) FROM ({_BATCH_REGISTRY}) WHERE is_new", {"now": now}
-        )
-        con.execute(
-            f"""UPDATE source_files s SET size_bytes = r.size_bytes, mtime = r.mtime, fingerprint = r.fingerprint,
-                       lines = r.lines, records = r.records, quarantined = r.quarantined,
-                       free_text = r.free_text, ingested_at = r.ingested_at
-                FROM ({_BATCH_REGISTRY}) r WHERE s.file_id = r.file_id AND NOT r.is_new""",
-            {"now": now},
-        )
-        con.execute("DROP TABLE stage")
-        con.execute("DROP TABLE winners")
-        con.execute("DROP TABLE line_offsets")
-        con.execute("COMMIT")
-        if reader == PYTHON:
+            if strict and bad:
+                first = con.execute(
+                    "SELECT s.file, s.n - o.first_n + 1 AS line_no, s.verdict FROM stage s JOIN line_offsets o USING (file) "
+                    "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY s.file, line_no LIMIT 1"
+                ).fetchall()[0]
+                raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
+                                 ExitCode.BAD_INPUT)
+            before = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
+            con.execute(_DROP_TRUNCATED_SUPERSEDED)
+            after_drop = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
+            con.execute(_WINNERS)
+            con.execute(_insert_records_sql(form, reader))
+            after = con.execute("SELECT count(*) FROM records").fetchall()[0][0]
+            con.execute(_INSERT_QUARANTINE)
+            con.execute(
+                f"INSERT INTO source_files BY NAME SELECT * EXCLUDE (is_new) FROM ({_BATCH_REGISTRY}) WHERE is_new", {"now": now}
+            )
+            con.execute(
+                f"""UPDATE source_files s SET size_bytes = r.size_bytes, mtime = r.mtime, fingerprint = r.fingerprint,
+                           lines = r.lines, records = r.records, quarantined = r.quarantined,
+                           free_text = r.free_text, ingested_at = r.ingested_at
+                    FROM ({_BATCH_REGISTRY}) r WHERE s.file_id = r.file_id AND NOT r.is_new""",
+                {"now": now},
+            )
+            con.execute("DROP TABLE stage")
+            con.execute("DROP TABLE winners")
+            con.execute("DROP TABLE line_offsets")
+    finally:
+        if registered:
             con.unregister("_python_lines")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     report.lines += lines
     report.records += recs
     report.quarantined += bad

@@ -59,11 +59,11 @@ def run_main_job(
     from .metrics import parse_duration
 
     parse_duration(wedge_window, "--wedge-window")  # a bad value fails before any work
-    discover(files)  # a missing input fails before a database is created
+    sources = discover(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
         with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:
-            report = ingest(con, files, strict=strict, progress=progress)
+            report = ingest(con, sources, strict=strict, progress=progress)
         metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
         refresh_turns(con)
         summary = build_summary(con, models=models, since=since_dt, until=until_dt)

@@ -79,6 +79,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
 
+from .db import transaction
 from .urls import public_url
 from .errors import AnalyzerError, ExitCode
 from .online import (
@@ -533,16 +534,11 @@ def store_outcome(con: duckdb.DuckDBPyConnection, o: TurnOutcome, endpoint: str,
     rows = [(t.request_id, t.ts, t.session_id, t.model, o.trigger, o.outcome, o.recovered_at, i, a.rung, a.status,
              a.incident_class, a.latency_ms, a.finish_reason, a.prompt_tokens, a.completion_tokens, a.error,
              endpoint, replayed_at) for i, a in enumerate(o.attempts, 1)]
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("DELETE FROM replay_attempts WHERE request_id = ? AND ts = ?", [t.request_id, t.ts])
         con.executemany(
             f"INSERT INTO replay_attempts ({', '.join(_REPLAY_COLUMNS)}) VALUES ({', '.join('?' * len(_REPLAY_COLUMNS))})",
             rows)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return len(rows)
 
 

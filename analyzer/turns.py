@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from .db import transaction
 from .online import UPSTREAM_FAILURE_CLASSES, TurnFeatures, decide, ladder_trigger, parse_error
 from .online.classify import ERROR_HEAD_CHARS
 
@@ -93,8 +94,7 @@ def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
     Classifies new error heads and feature combinations, then rebuilds the
     materialized ``turns`` table if anything it reads changed.
     """
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         report = ClassifyReport()
         # Labels depend on the records only: skip the distinct-feature scan when
         # no record changed since the last refresh (a re-run with no new files).
@@ -108,10 +108,6 @@ def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
             report.new_feature_rows = refresh_feature_labels(con)
             con.execute("INSERT OR REPLACE INTO build_state VALUES ('labels', ?, now())", [records_sig])
         ensure_turns(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return report
 
 

@@ -319,3 +319,25 @@ def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, d
     con = connect(db)
     assert con.execute("SELECT count(*), min(ts) FROM records").fetchall() == [(1, at(0).replace(tzinfo=None))]
     con.close()
+
+
+@pytest.mark.parametrize("messages", [
+    [{"role": "user", "content": "q"}],
+    [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": []}],
+    [{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
+      "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}],
+    [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": "rows"}],
+    [{"role": "function", "name": "f", "content": "rows"}],
+    [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}],
+    [{"role": "assistant", "content": "x", "function_call": None}],
+    [{"role": "user", "content": "q", "tool_calls": [{"id": "c"}]}],
+])
+def test_sql_tool_history_from_messages_agrees_with_the_online_rule(tmp_path, db, messages):
+    """The one SQL copy of a rule (ingestion's messages_tool_history) must say what
+    analyzer.online.has_tool_history says."""
+    from analyzer.online import has_tool_history
+
+    run(db, [write_jsonl(tmp_path / "m.jsonl", [request("eeee0001", at(0), messages=messages)])])
+    con = connect(db)
+    assert con.execute("SELECT messages_tool_history FROM records").fetchall() == [(has_tool_history(messages),)]
+    con.close()

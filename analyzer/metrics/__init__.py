@@ -26,6 +26,7 @@ from typing import Iterable
 
 import duckdb
 
+from ..db import transaction
 from .formats import discover_metric_files, read_metrics_file
 from .samples import NormalizeStats, normalize
 from .store import parse_model_map, store_model_map, store_samples
@@ -100,8 +101,7 @@ def load_metrics(
     w_s = parse_duration(wedge_window, "--wedge-window")
     report = MetricsReport(wedge_window_s=w_s)
     files = discover_metric_files(paths)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for path in files:
             read = read_metrics_file(path)
             stats = NormalizeStats()
@@ -111,10 +111,6 @@ def load_metrics(
             report.warnings += read.notes
         store_model_map(con, model_map)
         result = write_windows(con, w_s)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return report._finish(result)
 
 
@@ -163,15 +159,10 @@ def load_prometheus(
     shown = public_url(url)  # never store or print credentials carried in the URL
     report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown])
     report.warnings += fetched.warnings
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         stats = NormalizeStats()
         new, dup = store_samples(con, normalize(fetched.samples, stats), shown)
         report._add(stats, new, dup)
         store_model_map(con, model_map)
         result = write_windows(con, w_s)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return report._finish(result)

@@ -68,6 +68,7 @@ from datetime import datetime
 
 import duckdb
 
+from ..db import transaction
 from .samples import DEMAND_METRICS, GENERATION_TOKENS, UP
 from .times import US, parse_duration, us_to_datetime, us_to_iso
 
@@ -494,13 +495,8 @@ def recompute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float 
     another wedge window; the result depends only on what is stored. Runs in a
     transaction of its own: on failure the previous windows stay.
     """
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         result = write_windows(con, wedge_window)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return result
 
 
