@@ -1,8 +1,9 @@
 -- view: turn_features
 -- title: Per-turn features, before classification
 -- One row per request record, paired with its response record (same request_id
--- and session, the first response at or after the request), plus responses whose
--- request record is missing. Carries the features analyzer.online.decide reads;
+-- and session, the first response at or after the request and within an hour of
+-- it: 8-hex ids drawn by many processes collide over months), plus responses
+-- whose request record is missing. Carries the features analyzer.online.decide reads;
 -- `inferred` lists the features reconstructed from evidence rather than logged.
 -- Legacy records (no log_fields): status parsed from the error text (via the
 -- error_kinds table, filled by analyzer.online.parse_error); tool history from
@@ -14,6 +15,16 @@ WITH req AS (
 resp AS (
     SELECT * FROM records WHERE type = 'response'
 ),
+matched AS (
+    -- The response each request pairs with: narrow, then joined back below.
+    SELECT q.request_id, q.session_id, q.ts, p.ts AS response_ts
+    FROM req q
+    ASOF JOIN resp p
+      ON p.request_id = q.request_id
+     AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
+     AND p.ts >= q.ts
+    WHERE p.ts <= q.ts + INTERVAL 1 HOUR
+),
 paired AS (
     SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
            q.enable_thinking, q.message_count, q.tools_count, q.tool_results_count,
@@ -23,12 +34,13 @@ paired AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated,
+           coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
     FROM req q
-    ASOF LEFT JOIN resp p
-      ON p.request_id = q.request_id
-     AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
-     AND p.ts >= q.ts
+    LEFT JOIN matched m
+      ON m.request_id = q.request_id AND m.session_id IS NOT DISTINCT FROM q.session_id AND m.ts = q.ts
+    LEFT JOIN resp p
+      ON p.request_id = m.request_id AND p.session_id IS NOT DISTINCT FROM m.session_id AND p.ts = m.response_ts
 ),
 orphans AS (
     -- A response whose request record was lost is still a turn.
@@ -40,10 +52,13 @@ orphans AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated,
+           p.proxy_pod
     FROM resp p
     WHERE NOT EXISTS (
-        SELECT 1 FROM paired x WHERE x.request_id = p.request_id AND x.response_ts = p.ts)
+        SELECT 1 FROM matched x
+        WHERE x.request_id = p.request_id AND x.session_id IS NOT DISTINCT FROM p.session_id
+          AND x.response_ts = p.ts)
 ),
 turns0 AS (
     SELECT * FROM paired
@@ -109,5 +124,6 @@ SELECT
     ladder,
     ladder ->> 'trigger' AS ladder_trigger_logged,
     ladder ->> 'outcome' AS ladder_outcome,
-    ladder ->> 'recovered_at' AS recovered_at
+    ladder ->> 'recovered_at' AS recovered_at,
+    proxy_pod
 FROM evidence

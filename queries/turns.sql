@@ -64,6 +64,7 @@ SELECT
     inferred, prompt_md5, has_messages, content_chars, reasoning_chars, tool_call_count,
     cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
     metric_model,
+    proxy_pod,
     CASE WHEN session_id IS NOT NULL THEN
         row_number() OVER (PARTITION BY session_id ORDER BY ts, request_id) END AS turn_index
 FROM windowed
