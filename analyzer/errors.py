@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 4  # malformed input under --strict
     DATABASE = 5  # the database cannot be opened or is not ours
     UPSTREAM = 6  # a remote service (Prometheus, replay endpoint) failed
+    THRESHOLD = 7  # a --fail-on threshold was crossed (the summary was still printed)
 
 
 class AnalyzerError(Exception):
