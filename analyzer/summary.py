@@ -47,10 +47,13 @@ def build_summary(
     models: list[str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    with_oncall: bool = True,
 ) -> dict[str, Any]:
     """Compute the sizing summary over the (filtered) turns in the database.
 
     Returns a JSON-ready dict; ``analyze --json`` prints exactly this.
+    ``with_oncall=False`` leaves out the on-call block (``oncall`` is None), for
+    callers that take it from another summary.
     """
     from .turns import ensure_turns
 
@@ -138,7 +141,7 @@ def build_summary(
         "quarantined_lines": quarantined,
         "quarantine_samples": samples,
         "sizing": sizing,
-        "oncall": oncall_summary(con, models=models, since=since, until=until),
+        "oncall": oncall_summary(con, models=models, since=since, until=until) if with_oncall else None,
         "metrics": {
             "episodes": wedged_episodes(con, models=models, since=since, until=until) if n_windows else [],
             "samples": n_samples,

@@ -38,15 +38,19 @@ bursts AS (
     GROUP BY provider, model, burst_no
     HAVING count(*) >= coalesce(CAST($min_turns AS BIGINT), 2)
 )
+-- Each call finds the latest burst of its provider and model that started at or
+-- before it (an ASOF join: bursts of one pair never overlap), and counts when it
+-- also falls before the burst's end.
 SELECT b.provider, b.model, b.start_ts, b.end_ts,
        round(epoch(b.end_ts) - epoch(b.start_ts), 1) AS duration_s,
        b.rate_limited_turns,
-       count(s.ts) AS calls_in_window,
-       count(s.ts) FILTER (WHERE s.incident_class = 'ok') AS ok_in_window,
+       count(*) AS calls_in_window,
+       count(*) FILTER (WHERE s.incident_class = 'ok') AS ok_in_window,
        b.sessions
-FROM bursts b
-LEFT JOIN scoped s
-  ON s.provider IS NOT DISTINCT FROM b.provider AND s.model IS NOT DISTINCT FROM b.model
- AND s.ts >= b.start_ts AND s.ts <= b.end_ts
+FROM scoped s
+ASOF JOIN bursts b
+  ON coalesce(s.provider, '') = coalesce(b.provider, '') AND coalesce(s.model, '') = coalesce(b.model, '')
+ AND s.ts >= b.start_ts
+WHERE s.ts <= b.end_ts
 GROUP BY b.provider, b.model, b.burst_no, b.start_ts, b.end_ts, b.rate_limited_turns, b.sessions
 ORDER BY b.start_ts, b.provider, b.model

@@ -800,8 +800,10 @@ def build_context(
         raise AnalyzerError(f"no turns in {period.label}; the data covers {first:%Y-%m-%d %H:%M} .. "
                             f"{last:%Y-%m-%d %H:%M} UTC", ExitCode.NO_INPUT)
     p["models"] = models
-    summary_focus = build_summary(con, models=models, since=period.since, until=period.until)
-    summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since)
+    # The on-call section covers every model: it comes from summary_all alone.
+    summary_focus = build_summary(con, models=models, since=period.since, until=period.until, with_oncall=False)
+    summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since,
+                                 with_oncall=False)
     summary_all = build_summary(con, since=period.since, until=period.until)
     windows = _windows(con, p)
     focus_metric_models = {redact(m) for (m,) in _q(con, _FOCUS_METRIC_MODELS, p)}
