@@ -313,7 +313,8 @@ WHERE ts >= $since AND ts < $until AND list_contains($models, model)
 _ANSWERED_THINKING = """
 WITH a AS (
     SELECT completion_tokens, reasoning_chars,
-           completion_tokens * content_chars / (content_chars + reasoning_chars) AS answer_tokens
+           -- BIGINT: two INTEGER character counts must not add up in INT32
+           completion_tokens * content_chars / (content_chars::BIGINT + reasoning_chars) AS answer_tokens
     FROM turns
     WHERE incident_class = 'ok' AND has_reasoning AND has_content
       AND completion_tokens > 0 AND content_chars > 0 AND reasoning_chars > 0
