@@ -62,6 +62,20 @@ def _clean(text: Any) -> str | None:
     return redact(str(text)) if text is not None else None
 
 
+# A stand-in for `<n>` while redacting: digits keep a credential's shape whole
+# (`Bearer <n>abc...` would otherwise hide `abc...` from the redactor's patterns).
+_NUMBER_STAND_IN = "9090909"
+
+
+def _clean_pattern(pattern: Any) -> str | None:
+    """A normalised error text, redacted as the text it came from would be."""
+    from .report.redact import redact
+
+    if pattern is None:
+        return None
+    return redact(str(pattern).replace("<n>", _NUMBER_STAND_IN)).replace(_NUMBER_STAND_IN, "<n>")
+
+
 def build_oncall(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -122,7 +136,7 @@ def build_oncall(
         "rate_limit_bursts": bursts,
         "incidents": incidents,
         "error_groups": [
-            {"pattern": _clean(g["pattern"]), "turns": g["turns"], "distinct_texts": g["distinct_texts"],
+            {"pattern": _clean_pattern(g["pattern"]), "turns": g["turns"], "distinct_texts": g["distinct_texts"],
              "models": _clean(g["models"]), "providers": _clean(g["providers"]), "main_class": g["main_class"],
              "engine_crash": bool(g["engine_crash"]), "first": _iso(g["first_ts"]), "last": _iso(g["last_ts"]),
              "example_request_id": _clean(g["example_request_id"]), "example_error": _clean(g["example_error"])}

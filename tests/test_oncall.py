@@ -217,6 +217,29 @@ def test_log_text_reaches_the_terminal_inert_and_redacted(text_summary):
     assert API_KEY not in out
 
 
+def test_normalising_never_unmasks_a_credential(tmp_path):
+    from analyzer.db import connect
+    from analyzer.oncall import build_oncall
+    from analyzer.pipeline import ingest_only
+
+    secrets = ("123abcdefSECRETtoken", "42hunter2", "7777wJalrXUtnFEMI")
+    recs: list = []
+    _pair(recs, "e0000001", 0, provider="nrp", model="glm-5", session="x", ok=False,
+          error=f"Provider returned 401: invalid Bearer {secrets[0]} (expired)", latency_ms=5)
+    _pair(recs, "e0000002", 1, provider="nrp", model="glm-5", session="x", ok=False,
+          error=f"RuntimeError: login failed password={secrets[1]} token: {secrets[2]}", latency_ms=5)
+    db = tmp_path / "s.duckdb"
+    ingest_only([str(write_jsonl(tmp_path / "l.jsonl", recs))], db)
+    con = connect(db, read_only=True)
+    try:
+        text = json.dumps(build_oncall(con))
+    finally:
+        con.close()
+    for secret in secrets:
+        assert secret not in text and secret.lstrip("0123456789") not in text, secret
+    assert "Bearer [REDACTED]" in text
+
+
 def test_terminal_text_escapes_every_control_character():
     assert terminal_text("a\rb\x1b[2Jc\u202ed\x9b") == "a\\x0db\\x1b[2Jc\\u202ed\\x9b"
     assert terminal_text(None) == "-" and terminal_text("x" * 10, limit=5) == "xxxx…"
