@@ -212,6 +212,8 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
                       f"{b['ok_in_window']:,}")
         out.print(t)
 
+    if not section["latency"]:
+        return  # no turns in scope: nothing more to show
     t = Table(title="Latency per model and provider", title_justify="left")
     for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
         t.add_column(col, justify="left" if col in ("model", "provider") else "right")

@@ -363,3 +363,32 @@ def test_sample_week_incidents_and_latency_cover_every_pair(sample_summary):
     timeouts = next(g for g in sample_summary["oncall"]["error_groups"]
                     if g["pattern"] == "Request timed out after <n>ms")
     assert timeouts["distinct_texts"] == timeouts["turns"] > 1  # different numbers, one group
+
+
+# ---------------------------------------------------------------------------
+# The report's On call section
+
+
+def test_the_report_shows_the_oncall_section(logs, tmp_path):
+    from analyzer.db import connect
+    from analyzer.report.build import build_context, resolve_period
+    from analyzer.report.render import render_html
+
+    db = tmp_path / "r.duckdb"
+    p = analyze(str(logs), "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    con = connect(db, read_only=True)
+    try:
+        context = build_context(con, resolve_period(con), plotly="cdn")
+    finally:
+        con.close()
+    oc, page = context.oncall, render_html(context)
+    assert [i.incident for i in oc.incidents] == ["nimbus unreachable: 14 of 14 calls"]
+    assert [(b.model, b.rate_limited_turns) for b in oc.bursts] == [("z-ai/glm-4.6", 3), ("z-ai/glm-4.6", 2)]
+    assert oc.engine_crash_turns == 2 and [g.engine_crash for g in oc.error_groups][:3] == [True, True, False]
+    assert {(r.model, r.provider) for r in oc.latency} >= {("glm-5", "nrp"), ("gpt-oss", "nimbus")}
+    section = page[page.index('<section id="oncall">'):]
+    section = section[: section.index("</section>")]
+    assert "nimbus unreachable: 14 of 14 calls" in section and section.count("engine crash</b>") == 2
+    assert "Request timed out after &lt;n&gt;ms" in section  # autoescaped, not markup
+    assert API_KEY not in page and "[REDACTED]" in section
