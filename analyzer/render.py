@@ -64,11 +64,11 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if note:
         out.print(f"[yellow]note:[/] {note}")
     print_episodes(summary["metrics"].get("episodes") or [], out)
+    if summary.get("sizing"):
+        print_sizing(summary["sizing"], out)
     from .summary import print_oncall
 
     print_oncall(summary.get("oncall"), out)
-    if summary.get("sizing"):
-        print_sizing(summary["sizing"], out)
 
 
 def print_sizing(s: dict[str, Any], out: Console) -> None:
