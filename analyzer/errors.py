@@ -15,7 +15,8 @@ class ExitCode(IntEnum):
     BAD_INPUT = 4  # malformed input under --strict
     DATABASE = 5  # the database cannot be opened or is not ours
     UPSTREAM = 6  # a remote service (Prometheus, replay endpoint) failed
-    SKIPPED = 7  # --strict: the run completed, but some input files were skipped
+    THRESHOLD = 7  # a --fail-on threshold was crossed (the summary was still printed)
+    SKIPPED = 8  # --strict: the run completed, but some input files were skipped
 
 
 class AnalyzerError(Exception):

@@ -215,7 +215,7 @@ def test_the_cli_lists_skipped_files_and_exits_as_documented(tmp_path):
     assert [Path(s["path"]).name for s in doc["ingest"]["skipped_files"]] == ["notes.txt"]
     p = subprocess.run([sys.executable, "-m", "analyzer.cli", str(logs), "--db", str(db), "--strict", "--json"],
                        capture_output=True, text=True)
-    assert p.returncode == 7, p.stderr  # --strict: the run completed, something was skipped
+    assert p.returncode == 8, p.stderr  # --strict: the run completed, something was skipped
     p = subprocess.run([sys.executable, "-m", "analyzer.cli", str(logs / "notes.txt"), "--db", str(db)],
                        capture_output=True, text=True)
     assert p.returncode == 3 and "nothing was ingested" in p.stderr
