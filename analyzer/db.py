@@ -337,6 +337,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckd
     except (duckdb.IOException, duckdb.Error) as exc:
         raise DatabaseError(f"cannot open database {target}: {exc}") from exc
     con.execute("SET TimeZone = 'UTC'")
+    # DuckDB draws its own progress bar on long queries; the analyzer shows its
+    # own on a terminal only, and nothing when piped.
+    con.execute("SET enable_progress_bar = false")
     # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
     # well under the memory target and makes large joins spill to disk instead.
     con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "1GB")])

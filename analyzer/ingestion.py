@@ -212,6 +212,7 @@ judged AS (
     FROM timed
 )
 SELECT file_id, line_no, verdict, length(pfx) AS pfx_len,
+       CASE WHEN verdict = 'ok' THEN candidate END AS raw,
        coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_extract(pfx, '^\\[pod/([^/\\] ]+)/', 1), ''),
                                                    nullif(regexp_extract(pfx, '^([a-z0-9][-a-z0-9.]*) [a-z0-9][-a-z0-9]* ', 1), ''))
                 END, file_pod) AS proxy_pod,
@@ -271,11 +272,9 @@ SELECT file_id, line_no, pod FROM (
 
 _INSERT_RECORDS = """
 INSERT INTO records BY NAME
-SELECT s.* EXCLUDE (verdict, pfx_len, proxy_pod, snippet, event_line), w.pod AS proxy_pod,
-       CASE WHEN s.pfx_len = 0 THEN b.line ELSE substr(b.line, s.pfx_len + 1) END AS raw
+SELECT s.* EXCLUDE (verdict, pfx_len, proxy_pod, snippet, event_line), w.pod AS proxy_pod
 FROM stage s
 JOIN winners w USING (file_id, line_no)
-JOIN batch_lines b USING (file_id, line_no)
 """
 
 # The turns these new records belong to are re-derived at the next refresh.

@@ -17,13 +17,14 @@ resp AS (
 ),
 matched AS (
     -- The response each request pairs with: narrow, then joined back below.
-    SELECT q.request_id, q.session_id, q.ts, p.ts AS response_ts
+    -- (A hash join and a min: ids rarely repeat, so this beats an ASOF join's sort.)
+    SELECT q.request_id, q.session_id, q.ts, min(p.ts) AS response_ts
     FROM req q
-    ASOF JOIN resp p
+    JOIN resp p
       ON p.request_id = q.request_id
      AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
-     AND p.ts >= q.ts
-    WHERE p.ts <= q.ts + INTERVAL 1 HOUR
+     AND p.ts >= q.ts AND p.ts <= q.ts + INTERVAL 1 HOUR
+    GROUP BY q.request_id, q.session_id, q.ts
 ),
 paired AS (
     SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
@@ -65,18 +66,25 @@ turns0 AS (
     UNION ALL
     SELECT * FROM orphans
 ),
+first_tool AS (
+    -- When each session first carried tool structure (a grouped aggregate joined
+    -- back: cheaper than a window over every turn).
+    SELECT session_id, min(ts) AS first_tool_ts
+    FROM turns0
+    WHERE session_id IS NOT NULL
+      AND (coalesce(tool_results_count, 0) > 0 OR coalesce(has_tool_calls, false))
+    GROUP BY session_id
+),
 evidence AS (
     SELECT t.*,
            t.response_ts IS NOT NULL AS answered,
            -- Earlier turns of the session left tool structure in this transcript.
-           CASE WHEN t.session_id IS NOT NULL THEN
-               bool_or(coalesce(t.tool_results_count, 0) > 0 OR coalesce(t.has_tool_calls, false))
-                   OVER (PARTITION BY t.session_id ORDER BY t.ts
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) END AS earlier_tool_turns,
+           CASE WHEN t.session_id IS NOT NULL THEN coalesce(ft.first_tool_ts < t.ts, false) END AS earlier_tool_turns,
            t.ladder -> '$.attempts[0]' AS first_attempt,
            e.error_kind AS parsed_error_kind,
            e.status AS parsed_status
     FROM turns0 t
+    LEFT JOIN first_tool ft ON ft.session_id = t.session_id
     LEFT JOIN error_kinds e
       ON e.error_head = left(t.error, 200)
      AND e.provider IS NOT DISTINCT FROM t.provider
