@@ -239,6 +239,10 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
         -- prefix (`[pod/NAME/CONTAINER] `, stern's `NAME CONTAINER `). Null where
         -- the input does not say (S3 chunks, single-pod stdout, rows before 004).
         ALTER TABLE records ADD COLUMN proxy_pod VARCHAR;
+        -- The ingestion batch (transaction) that stored a record: de-duplication
+        -- tells this batch's rows from earlier ones. Null in rows before 004.
+        ALTER TABLE records ADD COLUMN ingest_batch BIGINT;
+        CREATE SEQUENCE ingest_batches START 1;
 
         -- Progress through a file, so a big file is many transactions and a killed
         -- run resumes where it stopped. Rows before 004 hold NULL (read whole).

@@ -6,15 +6,17 @@ column by row batch) and hands Arrow arrays of numbered lines to DuckDB; it neve
 touches a line one by one. Lines from many small files, or from a slice of a big
 one, gather into a batch of about ``BATCH_BYTES``; each batch is one transaction:
 
-1. ``stage``: every line parsed once (``json_transform``) into its verdict,
-   provenance and typed hot columns -- not the line itself, which stays in the
-   Arrow batch;
-2. de-duplication against the batch and the database (keyed by type, request id,
-   system prompt hash, session and timestamp; a stdout copy whose fields were cut
-   to 200 characters is replaced by the full copy when that arrives);
-3. the winners inserted with their original text (``raw``), joined back from the
-   batch; bad lines into ``quarantine`` with file and line; stdout lines that are
-   data into ``proxy_events``; the files' progress into ``source_files``.
+1. every line that is a record is parsed once (``json_transform``) and inserted
+   into ``records`` with its typed hot columns and its original text (``raw``),
+   streamed from the Arrow batch: what a bare INSERT of the same columns costs;
+2. the other lines (free text, blank, malformed) are judged: bad ones go to
+   ``quarantine`` with file and line, stdout lines that are data to
+   ``proxy_events``;
+3. de-duplication on the narrow key columns (type, request id, system prompt
+   hash, session, timestamp): this batch's copies of records stored before, or
+   twice in it, are deleted; a stdout copy whose fields were cut to 200
+   characters is replaced by the full copy when that arrives;
+4. the files' progress is written to ``source_files``.
 
 A big file is many batches: ``source_files`` records how far each file has been
 committed (bytes and lines), so a killed run leaves the database consistent and
@@ -87,11 +89,15 @@ RECORD_STRUCT = {
 
 RECORD_TYPES = ("request", "response", "system_prompt")
 SNIPPET_CHARS = 200
-# Input bytes per transaction (override with $ANALYZER_BATCH_BYTES). Big enough
-# that a commit fills DuckDB row groups (122,880 rows) on real record sizes, small
-# enough that the Arrow batch plus DuckDB's working set stay well under 1 GB.
-BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 160 * 1024 * 1024))
-# Bytes read at a time: a big file is cut into batches at block boundaries.
+# At most this many input bytes per transaction (override with $ANALYZER_BATCH_BYTES):
+# bounds memory when records are long (the Arrow batch plus DuckDB's working set
+# stay under 1 GB).
+BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 256 * 1024 * 1024))
+# Lines per transaction: whole DuckDB row groups (122,880 rows), so no commit
+# leaves a part-filled row group for the next checkpoint to rewrite (measured:
+# that rewrite cost a third of the ingest).
+BATCH_LINES = int(os.environ.get("ANALYZER_BATCH_LINES", 122_880))
+# Bytes read at a time.
 _READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
 #: Standard input commits what has arrived after this many idle seconds.
 STDIN_IDLE_FLUSH_S = 2.0
@@ -177,13 +183,14 @@ _HOT_COLUMNS = """
 _EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",
                 "Logging imbalance", "log_response", "log_request")
 
-_STAGE = f"""
-CREATE OR REPLACE TEMP TABLE stage AS
+def _judged(source: str) -> str:
+    """The lines of ``source`` (shaped like ``batch_lines``) parsed and judged, as CTEs ending in ``judged``."""
+    return f"""
 WITH cut AS (
     SELECT file_id, line_no, line, file_pod,
            CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx,
            from_stdout
-    FROM batch_lines
+    FROM {source}
 ),
 cand AS (
     SELECT *, CASE WHEN pfx <> '' THEN substr(line, length(pfx) + 1)
@@ -210,85 +217,122 @@ judged AS (
              ELSE 'no valid timestamp'
            END AS verdict
     FROM timed
-)
-SELECT file_id, line_no, verdict, length(pfx) AS pfx_len,
-       CASE WHEN verdict = 'ok' THEN candidate END AS raw,
-       coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_extract(pfx, '^\\[pod/([^/\\] ]+)/', 1), ''),
+)"""
+
+
+_POD_OF_PREFIX = r"""coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_extract(pfx, '^\[pod/([^/\] ]+)/', 1), ''),
                                                    nullif(regexp_extract(pfx, '^([a-z0-9][-a-z0-9.]*) [a-z0-9][-a-z0-9]* ', 1), ''))
-                END, file_pod) AS proxy_pod,
+                END, file_pod)"""
+
+# 1. Every line that is a record goes straight into `records`: one parse, one
+# write, streamed from the Arrow batch (what a bare INSERT of the same columns
+# costs). De-duplication follows, on the narrow key columns.
+_STORE = f"""
+INSERT INTO records BY NAME
+{_judged('batch_lines')}
+SELECT {_HOT_COLUMNS},
        pfx <> '' AND contains(candidate, '…(+') AS truncated,
+       file_id, line_no, candidate AS raw,
+       {_POD_OF_PREFIX} AS proxy_pod,
+       $batch AS ingest_batch
+FROM judged
+WHERE verdict = 'ok'
+"""
+
+# 2. The other lines (free text, blank, bad) are judged again, which costs little:
+# they are few, or parse nothing. Bad ones go to quarantine, data lines to
+# proxy_events.
+_REST = f"""
+CREATE OR REPLACE TEMP TABLE rest AS
+{_judged("(SELECT * FROM batch_lines b ANTI JOIN (SELECT file_id, line_no FROM records WHERE ingest_batch = $batch) r USING (file_id, line_no))")}
+SELECT file_id, line_no, verdict,
+       {_POD_OF_PREFIX} AS proxy_pod,
        CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
        CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in _EVENT_WORDS)})
-            THEN left(line, 2000) END AS event_line,
-       {_HOT_COLUMNS}
+            THEN left(line, 2000) END AS event_line
 FROM judged
 """
 
-# The key that makes two lines the same record.
-_SAME_RECORD = """
-    r.ts = s.ts AND r.type = s.type
-    AND r.request_id IS NOT DISTINCT FROM s.request_id
-    AND r.system_sha256 IS NOT DISTINCT FROM s.system_sha256
-    AND r.session_id IS NOT DISTINCT FROM s.session_id
+
+def _same(a: str, b: str) -> str:
+    """The key that makes two lines the same record."""
+    return f"""{a}.ts = {b}.ts AND {a}.type = {b}.type
+    AND {a}.request_id IS NOT DISTINCT FROM {b}.request_id
+    AND {a}.system_sha256 IS NOT DISTINCT FROM {b}.system_sha256
+    AND {a}.session_id IS NOT DISTINCT FROM {b}.session_id"""
+
+
+# 3. De-duplication. `older`: this batch's records already stored by an earlier
+# batch (an S3 chunk and the pod's stdout, a file given twice, a day present as
+# chunks and as Parquet). Bounded by the batch's time range (zone maps skip the rest).
+_OLDER = f"""
+CREATE OR REPLACE TEMP TABLE older AS
+SELECT b.file_id, b.line_no, b.truncated, b.proxy_pod,
+       r.file_id AS o_file, r.line_no AS o_line, r.truncated AS o_truncated, r.proxy_pod AS o_pod
+FROM (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
+      FROM records WHERE ingest_batch = $batch) b
+JOIN (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
+      FROM records WHERE ts BETWEEN $lo AND $hi AND ingest_batch IS DISTINCT FROM $batch) r
+  ON {_same('r', 'b')}
 """
 
-# A stored copy's replica carries over to a new copy of the same record (the full
-# S3 copy has no pod; the stdout copy that named it may have come first).
-_POD_FROM_RECORDS = f"""
-UPDATE stage s SET proxy_pod = r.proxy_pod
-FROM records r
-WHERE s.verdict = 'ok' AND s.proxy_pod IS NULL AND r.proxy_pod IS NOT NULL
-  AND r.ts BETWEEN $lo AND $hi AND {_SAME_RECORD}
-"""
+# A full copy replaces a stored truncated stdout copy (keeping the replica it named) ...
+_REPLACE_TRUNCATED = [
+    """UPDATE records SET proxy_pod = o.o_pod FROM older o
+       WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
+         AND o.o_truncated AND NOT o.truncated AND records.proxy_pod IS NULL AND o.o_pod IS NOT NULL""",
+    """DELETE FROM records USING older o
+       WHERE records.ingest_batch IS DISTINCT FROM $batch AND records.file_id = o.o_file AND records.line_no = o.o_line
+         AND o.o_truncated AND NOT o.truncated""",
+]
+# ... and any other copy of a stored record is dropped (its replica carried over).
+_DROP_SEEN = [
+    """UPDATE records SET proxy_pod = o.proxy_pod FROM older o
+       WHERE records.ingest_batch IS DISTINCT FROM $batch AND records.file_id = o.o_file AND records.line_no = o.o_line
+         AND NOT (o.o_truncated AND NOT o.truncated) AND records.proxy_pod IS NULL AND o.proxy_pod IS NOT NULL""",
+    """DELETE FROM records USING older o
+       WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
+         AND NOT (o.o_truncated AND NOT o.truncated)""",
+]
 
-_POD_TO_RECORDS = f"""
-UPDATE records r SET proxy_pod = s.proxy_pod
-FROM stage s
-WHERE s.verdict = 'ok' AND r.proxy_pod IS NULL AND s.proxy_pod IS NOT NULL
-  AND r.ts BETWEEN $lo AND $hi AND {_SAME_RECORD}
+# Copies of one record within the batch: the first full copy stays.
+_TWINS = f"""
+CREATE OR REPLACE TEMP TABLE twins AS
+WITH mine AS (
+    SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
+    FROM records WHERE ingest_batch = $batch
+),
+keys AS (
+    SELECT ts, type, request_id, system_sha256, session_id FROM mine GROUP BY ALL HAVING count(*) > 1
+)
+SELECT m.file_id, m.line_no,
+       row_number() OVER key_ AS copy_no,
+       max(m.proxy_pod) OVER (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.session_id) AS any_pod
+FROM mine m JOIN keys k ON {_same('m', 'k')}
+WINDOW key_ AS (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.session_id
+                ORDER BY m.truncated, m.file_id, m.line_no)
 """
-
-# A full copy arriving after a truncated stdout copy replaces it.
-_DROP_TRUNCATED_SUPERSEDED = f"""
-DELETE FROM records r
-WHERE r.truncated AND r.ts BETWEEN $lo AND $hi AND EXISTS (
-    SELECT 1 FROM stage s WHERE s.verdict = 'ok' AND NOT s.truncated AND {_SAME_RECORD})
-"""
-
-# The lines to store: new keys only, one line per key (a full copy before a
-# truncated one), with the replica any copy in the batch named.
-_WINNERS = f"""
-CREATE OR REPLACE TEMP TABLE winners AS
-SELECT file_id, line_no, pod FROM (
-    SELECT s.file_id, s.line_no,
-           max(s.proxy_pod) OVER key_ AS pod,
-           row_number() OVER (key_ ORDER BY s.truncated, s.file_id, s.line_no) AS copy_no
-    FROM stage s
-    WHERE s.verdict = 'ok'
-      AND NOT EXISTS (SELECT 1 FROM records r WHERE r.ts BETWEEN $lo AND $hi AND {_SAME_RECORD})
-    WINDOW key_ AS (PARTITION BY s.ts, s.type, s.request_id, s.system_sha256, s.session_id)
-) WHERE copy_no = 1
-"""
-
-_INSERT_RECORDS = """
-INSERT INTO records BY NAME
-SELECT s.* EXCLUDE (verdict, pfx_len, proxy_pod, snippet, event_line), w.pod AS proxy_pod
-FROM stage s
-JOIN winners w USING (file_id, line_no)
-"""
+_DROP_TWINS = [
+    """UPDATE records SET proxy_pod = t.any_pod FROM twins t
+       WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
+         AND t.copy_no = 1 AND records.proxy_pod IS NULL""",
+    """DELETE FROM records USING twins t
+       WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
+         AND t.copy_no > 1""",
+]
 
 # The turns these new records belong to are re-derived at the next refresh.
 _MARK_DIRTY = """
 INSERT INTO turns_dirty
-SELECT DISTINCT coalesce(s.session_id, '~' || coalesce(s.request_id, ''))
-FROM stage s SEMI JOIN winners w USING (file_id, line_no)
-WHERE s.type IN ('request', 'response')
+SELECT DISTINCT coalesce(session_id, '~' || coalesce(request_id, ''))
+FROM records
+WHERE ingest_batch = $batch AND type IN ('request', 'response')
 """
 
 _INSERT_QUARANTINE = """
 INSERT INTO quarantine
 SELECT s.file_id, f.path, s.line_no, s.verdict, s.snippet
-FROM stage s JOIN batch_files f USING (file_id)
+FROM rest s JOIN batch_files f USING (file_id)
 WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
 """
 
@@ -329,15 +373,19 @@ FROM (
         WHEN contains(event_line, 'log_request failed') THEN 'log-request-failed'
         WHEN contains(event_line, 'has now failed ') THEN 'log-failures'
         END AS kind
-    FROM stage WHERE event_line IS NOT NULL
+    FROM rest WHERE event_line IS NOT NULL
 ) WHERE kind IS NOT NULL
 """
 
 _BATCH_STATS = """
-SELECT file_id, count(*) FILTER (WHERE verdict = 'ok') AS records,
-       count(*) FILTER (WHERE verdict NOT IN ('ok', 'blank', 'free_text')) AS quarantined,
-       count(*) FILTER (WHERE verdict = 'free_text') AS free_text
-FROM stage GROUP BY file_id
+SELECT file_id, sum(records), sum(quarantined), sum(free_text) FROM (
+    SELECT file_id, count(*) AS records, 0 AS quarantined, 0 AS free_text
+    FROM records WHERE ingest_batch = $batch GROUP BY file_id
+    UNION ALL
+    SELECT file_id, 0, count(*) FILTER (WHERE verdict NOT IN ('ok', 'blank', 'free_text')),
+           count(*) FILTER (WHERE verdict = 'free_text')
+    FROM rest GROUP BY file_id
+) GROUP BY file_id
 """
 
 
@@ -583,6 +631,7 @@ class _Batch:
         self.long_lines: list[tuple[int, str, int, str, str]] = []
         self.files: dict[int, _FileState] = {}
         self.nbytes = 0
+        self.lines = 0
 
     def add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         n = len(piece.lines)
@@ -596,6 +645,7 @@ class _Batch:
         ]
         self.pieces.append(pa.RecordBatch.from_arrays(cols, schema=_BATCH_SCHEMA))
         self.nbytes += piece.nbytes
+        self.lines += n
         self.files[state.file_id] = state
 
     def touch(self, state: _FileState) -> None:
@@ -633,7 +683,6 @@ class _Ingest:
         self.done = 0
         self.batch = _Batch()
         self.now = datetime.now(timezone.utc).replace(tzinfo=None)
-        self.any_pods = bool(con.execute("SELECT count(*) FROM records WHERE proxy_pod IS NOT NULL").fetchall()[0][0])
 
     # -- files -------------------------------------------------------------
     def read_file(self, todo: _Todo) -> None:
@@ -657,11 +706,9 @@ class _Ingest:
                 if isinstance(piece, LongLine):
                     self._long_line(state, piece)
                 else:
-                    self.batch.add(state, piece, stdout, pod)
-                    state.bytes_done = piece.end_offset
-                    state.lines_done = piece.first_line + len(piece.lines) - 1
+                    self._add(state, piece, stdout, pod)
                 self.done = start_done + min(disk[0], f.size or disk[0])
-                if self.batch.nbytes >= BATCH_BYTES:
+                if self.batch.nbytes >= BATCH_BYTES or self.batch.lines >= BATCH_LINES:
                     self.flush()
         except _FileFailed as exc:
             self._skip(f, str(exc), state)
@@ -673,6 +720,23 @@ class _Ingest:
         self.done = start_done + (f.size or disk[0])
         if f.form == STDIN:
             self.flush()
+
+    def _add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
+        """Add lines to the batch, cutting a block where the batch reaches whole row groups."""
+        while True:
+            room = BATCH_LINES - self.batch.lines
+            if len(piece.lines) <= room or not piece.exact:
+                break
+            if room > 0:
+                head, piece = piece.split(room)
+                self._take(state, head, stdout, pod)
+            self.flush()
+        self._take(state, piece, stdout, pod)
+
+    def _take(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
+        self.batch.add(state, piece, stdout, pod)
+        state.bytes_done = piece.end_offset
+        state.lines_done = piece.first_line + len(piece.lines) - 1
 
     def _new_id(self) -> int:
         return self.con.execute("SELECT nextval('source_file_ids')").fetchall()[0][0]
@@ -706,40 +770,26 @@ class _Ingest:
         try:
             with transaction(con):
                 self._register_files(batch)
-                con.execute(_STAGE)
-                stats = {r[0]: r[1:] for r in con.execute(_BATCH_STATS).fetchall()}
+                n = {"batch": con.execute("SELECT nextval('ingest_batches')").fetchall()[0][0]}
+                inserted = con.execute(_STORE, n).fetchall()[0][0]
+                con.execute(_REST, n)
+                stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(_BATCH_STATS, n).fetchall()}
                 bad = sum(s[1] for s in stats.values())
                 if self.strict and bad:
                     first = con.execute(
-                        "SELECT f.path, s.line_no, s.verdict FROM stage s JOIN batch_files f USING (file_id) "
+                        "SELECT f.path, s.line_no, s.verdict FROM rest s JOIN batch_files f USING (file_id) "
                         "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY f.path, s.line_no LIMIT 1"
                     ).fetchall()[0]
                     raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
                                      ExitCode.BAD_INPUT)
-                lo, hi = con.execute("SELECT min(ts), max(ts) FROM stage WHERE verdict = 'ok'").fetchall()[0]
-                new = 0
-                if lo is not None:
-                    span = {"lo": lo, "hi": hi}
-                    if self.any_pods:
-                        con.execute(_POD_FROM_RECORDS, span)
-                    stage_pods = con.execute(
-                        "SELECT count(*) FROM stage WHERE proxy_pod IS NOT NULL AND verdict = 'ok'").fetchall()[0][0]
-                    if stage_pods:
-                        con.execute(_POD_TO_RECORDS, span)
-                    dropped = con.execute(_DROP_TRUNCATED_SUPERSEDED, span).fetchall()[0][0]
-                    con.execute(_WINNERS, span)
-                    inserted = con.execute(_INSERT_RECORDS).fetchall()[0][0]
-                    con.execute(_MARK_DIRTY)
-                    new = inserted - dropped
-                    if stage_pods:
-                        self.any_pods = True
+                new = inserted - self._deduplicate(n) if inserted else 0
+                con.execute(_MARK_DIRTY, n)
                 con.execute(_INSERT_QUARANTINE)
                 if batch.long_lines:
                     con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", batch.long_lines)
                 events = con.execute(_INSERT_EVENTS).fetchall()[0][0]
                 self._update_files(batch, stats)
-                con.execute("DROP TABLE stage")
-                con.execute("DROP TABLE IF EXISTS winners")
+                con.execute("DROP TABLE rest")
         finally:
             con.unregister("batch_lines")
         r = self.report
@@ -754,6 +804,30 @@ class _Ingest:
         r.proxy_events += events
         if self.progress:
             self.progress(self.done, self.total)
+
+    def _deduplicate(self, n: dict) -> int:
+        """Drop this batch's copies of records stored before, or twice in it; return how many went.
+
+        A stored truncated stdout copy that this batch holds whole is replaced by
+        it (and counted as gone: the record is not new).
+        """
+        con = self.con
+        lo, hi = con.execute("SELECT min(ts), max(ts) FROM records WHERE ingest_batch = $batch", n).fetchall()[0]
+        gone = 0
+        con.execute(_OLDER, {**n, "lo": lo, "hi": hi})
+        if con.execute("SELECT count(*) FROM older").fetchall()[0][0]:
+            for sql in (*_REPLACE_TRUNCATED, *_DROP_SEEN):
+                changed = con.execute(sql, n).fetchall()[0][0]
+                if sql.lstrip().startswith("DELETE"):
+                    gone += changed
+        con.execute("DROP TABLE older")
+        con.execute(_TWINS, n)
+        if con.execute("SELECT count(*) FROM twins").fetchall()[0][0]:
+            for sql in _DROP_TWINS:
+                changed = con.execute(sql, n).fetchall()[0][0]
+            gone += changed
+        con.execute("DROP TABLE twins")
+        return gone
 
     def _register_files(self, batch: _Batch) -> None:
         """New files get their registry row (part-read until complete); re-read files lose old quarantine rows."""

@@ -44,6 +44,19 @@ class LineBlock:
     lines: pa.Array  # large_string
     end_offset: int  # input bytes consumed through the last of these lines
     nbytes: int
+    #: each line's bytes are its text plus one separator, so the block can be cut
+    #: at any line with exact offsets (false after lossy decoding or CR trimming)
+    exact: bool = True
+    terminated: bool = True  # the last line ended with a separator
+
+    def split(self, k: int) -> tuple["LineBlock", "LineBlock"]:
+        """The first ``k`` lines and the rest, each with its exact end offset (needs ``exact``)."""
+        head, tail = self.lines.slice(0, k), self.lines.slice(k)
+        tail_bytes = (pc.sum(pc.binary_length(tail)).as_py() or 0) + len(tail) - (0 if self.terminated else 1)
+        cut = self.end_offset - tail_bytes
+        head_bytes = self.nbytes - tail_bytes
+        return (LineBlock(self.first_line, head, cut, head_bytes, True, True),
+                LineBlock(self.first_line + k, tail, self.end_offset, tail_bytes, True, self.terminated))
 
 
 @dataclass
@@ -75,9 +88,15 @@ def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> pa.Array:
     except pa.ArrowInvalid:
         # Invalid UTF-8 somewhere in this block: decode it line by line, lossily.
         out = pa.array([b.decode("utf-8", errors="replace") for b in lines.to_pylist()], pa.large_string())
+        out._analyzer_lossy = True  # type: ignore[attr-defined]
     if has_cr and sep == b"\n":
         out = pc.utf8_rtrim(out, characters="\r")
+        out._analyzer_lossy = True  # type: ignore[attr-defined]
     return out
+
+
+def _block(first_line: int, lines: pa.Array, end_offset: int, nbytes: int, terminated: bool = True) -> LineBlock:
+    return LineBlock(first_line, lines, end_offset, nbytes, not getattr(lines, "_analyzer_lossy", False), terminated)
 
 
 def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: int) -> Iterator[Piece]:
@@ -90,7 +109,7 @@ def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: in
             if i > start:
                 part = lines.slice(start, i - start)
                 nbytes = sum(lengths[start:i]) + (i - start)
-                yield LineBlock(line_no + start, part, pos + nbytes, nbytes)
+                yield LineBlock(line_no + start, part, pos + nbytes, nbytes, exact=False)
                 pos += nbytes
             pos += n + 1
             head = lines[i].as_py()[:_HEAD].encode("utf-8", errors="replace")
@@ -99,7 +118,7 @@ def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: in
     if start < len(lengths):
         part = lines.slice(start)
         nbytes = sum(lengths[start:]) + (len(lengths) - start)
-        yield LineBlock(line_no + start, part, pos + nbytes, nbytes)
+        yield LineBlock(line_no + start, part, pos + nbytes, nbytes, exact=False)
 
 
 def sniff_separator(head: bytes) -> bytes:
@@ -172,7 +191,7 @@ def read_lines(
             first = chunk.find(sep)
             head = carry + chunk[:first]
             offset += len(head) + 1
-            yield LineBlock(line_no, _split(head, sep, has_cr or b"\r" in carry), offset, len(head) + 1)
+            yield _block(line_no, _split(head, sep, has_cr or b"\r" in carry), offset, len(head) + 1)
             line_no += 1
             start = first + 1
         if start < last + 1:
@@ -181,7 +200,7 @@ def read_lines(
             if len(body) > max_line:
                 yield from _without_long_lines(lines, line_no, offset, max_line)
             else:
-                yield LineBlock(line_no, lines, offset + len(body) + 1, len(body) + 1)
+                yield _block(line_no, lines, offset + len(body) + 1, len(body) + 1)
             offset += len(body) + 1
             line_no += len(lines)
         carry = chunk[last + 1:]
@@ -195,4 +214,4 @@ def read_lines(
     elif carry:
         lines = _split(carry, sep or b"\n", b"\r" in carry)
         offset += len(carry)
-        yield LineBlock(line_no, lines, offset, len(carry))
+        yield _block(line_no, lines, offset, len(carry), terminated=False)
