@@ -165,9 +165,7 @@ def is_final_answer_request(m):
 @given(payloads())
 def test_rungs_never_mutate_the_input(payload):
     before = copy.deepcopy(payload)
-    built = rung_payloads(payload, ALL_RUNGS)
-    for rung in LENGTH_RUNGS:
-        built.append((rung, build_rung(payload, rung, answer_reserve=64)))
+    built = rung_payloads(payload, ALL_RUNGS + LENGTH_RUNGS)
     assert payload == before
     for _rung, out in built:
         assert out is not payload
@@ -555,8 +553,8 @@ def test_length_recovery_budget_then_thinking_off():
         # The budget leaves exactly the reserve: it passes the contract at the boundary.
         assert budgeted["thinking_token_budget"] == 1024 - 256 - 2
         assert validate_thinking_budget(budgeted["thinking_token_budget"], 1024, 256) == 766
-        # Thinking off: both GLM keys false, no clear_thinking, no budget; tools untouched.
-        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
+        # Thinking off: both GLM keys false, earlier reasoning cleared, no budget; tools untouched.
+        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
         assert "thinking_token_budget" not in off and off["tools"] is TOOLS
     assert payload == before
 
