@@ -42,13 +42,14 @@ def run_cmd(
     wedge_window: str = typer.Option("5m", "--wedge-window", help="A flat generation counter this long with demand is a wedge."),
     prometheus: Optional[str] = typer.Option(None, "--prometheus", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
     model_map: Optional[List[str]] = typer.Option(None, "--model-map", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
+    caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .pipeline import run_main_job
 
     run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
                  since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                 prometheus=prometheus, model_map=model_map)
+                 prometheus=prometheus, model_map=model_map, caller_deadline_s=caller_deadline)
 
 
 @app.command("sql")

@@ -232,11 +232,34 @@ def _m003_build_state(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m004_settings_issue13(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- Settings the classification depends on (issue 13): `caller_deadline_s`,
+        -- the caller's own deadline that makes an otherwise-ok answer late-200.
+        CREATE TABLE settings (
+            name        VARCHAR PRIMARY KEY,
+            value       DOUBLE NOT NULL,
+            set_at      TIMESTAMP
+        );
+        -- Two new features of analyzer.online.TurnFeatures; older label rows were
+        -- decided by an older rule, so the derived caches are rebuilt from scratch
+        -- (both are recomputed from `records` on the next classification).
+        ALTER TABLE feature_labels ADD COLUMN no_answer BOOLEAN;  -- null in rows before issue 13
+        ALTER TABLE feature_labels ADD COLUMN late BOOLEAN;       -- null in rows before issue 13
+        DELETE FROM feature_labels;
+        DELETE FROM error_kinds;
+        DELETE FROM build_state;
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
     ("002_replay_attempts", _m002_replay_attempts),
     ("003_build_state", _m003_build_state),
+    ("004_settings_issue13", _m004_settings_issue13),
 ]
 
 

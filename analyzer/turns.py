@@ -14,13 +14,23 @@ from dataclasses import dataclass
 import duckdb
 
 from .db import transaction
-from .online import UPSTREAM_FAILURE_CLASSES, TurnFeatures, decide, ladder_trigger, parse_error
+from .online import (
+    DEFAULT_CALLER_DEADLINE_S,
+    UPSTREAM_FAILURE_CLASSES,
+    TurnFeatures,
+    decide,
+    ladder_trigger,
+    parse_error,
+)
 from .online.classify import ERROR_HEAD_CHARS
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
-    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "inferred",
+    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "no_answer", "late", "inferred",
 )
+
+#: The `settings` row the `late` feature of queries/turn_features.sql reads.
+CALLER_DEADLINE = "caller_deadline_s"
 
 
 @dataclass
@@ -88,13 +98,43 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, 
         con.unregister("_rows_to_insert")
 
 
-def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
+def check_caller_deadline(seconds: object) -> float:
+    """A caller deadline in seconds as a positive finite float, or ValueError."""
+    import math
+
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds <= 0:
+        raise ValueError(f"the caller deadline must be a positive number of seconds, got {seconds!r}")
+    return float(seconds)
+
+
+def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -> float:
+    """Store the caller deadline (``seconds``, or keep the stored one, else the default); return it.
+
+    An otherwise-ok answer slower than this is ``late-200``. Changing it re-labels
+    the turns on the next refresh.
+    """
+    if seconds is not None:
+        con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
+                    [CALLER_DEADLINE, check_caller_deadline(seconds)])
+    else:
+        con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
+                    [CALLER_DEADLINE, DEFAULT_CALLER_DEADLINE_S])
+    return con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0]
+
+
+def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | None = None) -> ClassifyReport:
     """Bring the classification up to date with the records (idempotent, incremental).
 
     Classifies new error heads and feature combinations, then rebuilds the
-    materialized ``turns`` table if anything it reads changed.
+    materialized ``turns`` table if anything it reads changed. ``caller_deadline_s``
+    sets the deadline that makes a slow answer ``late-200`` (stored; default: the
+    stored value, else :data:`analyzer.online.DEFAULT_CALLER_DEADLINE_S`).
     """
+    if caller_deadline_s is not None:
+        check_caller_deadline(caller_deadline_s)  # before any write
     with transaction(con):
+        set_caller_deadline(con, caller_deadline_s)
         report = ClassifyReport()
         # Labels depend on the records only: skip the distinct-feature scan when
         # no record changed since the last refresh (a re-run with no new files).
@@ -112,7 +152,8 @@ def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
 
 
 _RECORDS_SIGNATURE = """
-SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0)) FROM records
+SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0),
+                 (SELECT string_agg(name || '=' || value, ',' ORDER BY name) FROM settings)) FROM records
 """
 
 _SIGNATURE = """

@@ -8,11 +8,38 @@
 -- error_kinds table, filled by analyzer.online.parse_error); tool history from
 -- full-capture `messages`, this turn's tool results, or earlier turns of the
 -- session. Ladder records: the features of the original attempt (ladder.attempts[0]).
+-- Content that is only whitespace is no content (analyzer.online.is_blank, the
+-- characters of analyzer.online.BLANK_CHARS: a test checks the two agree); a
+-- response with no error and no has_* fields is a 200 with no usable answer;
+-- `late` compares the latency with the caller deadline in `settings`.
 WITH req AS (
     SELECT * FROM records WHERE type = 'request'
 ),
+resp_raw AS (
+    SELECT *,
+           -- usage details as the provider sent them (only read where present)
+           CASE WHEN contains(raw, '"reasoning_tokens"')
+                THEN TRY_CAST(json_extract(raw, '$.tokens.completion_tokens_details.reasoning_tokens') AS BIGINT)
+           END AS reasoning_tokens,
+           -- the proxy cuts reasoning_content at 4,000 characters (LOG_REASONING_MAX)
+           coalesce(reasoning_chars = 4000, false) AS reasoning_cut
+    FROM records WHERE type = 'response'
+),
 resp AS (
-    SELECT * FROM records WHERE type = 'response'
+    SELECT * REPLACE (
+        -- The proxy logs has_content = bool(content): "\n\n" counts. Content that
+        -- starts with a plain character is not blank (no JSON parse needed).
+        CASE WHEN has_content AND NOT regexp_matches(raw, '"content(_preview)?":\s*"[A-Za-z0-9#*(\[{<>|!?.,:;''_-]')
+             THEN trim(coalesce(json_extract_string(raw, '$.content'),
+                                json_extract_string(raw, '$.content_preview'), ''),
+                      chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(28) || chr(29) || chr(30) || chr(31) || chr(32) ||
+                      chr(133) || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197) || chr(8198) ||
+                      chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239) || chr(8287) || chr(12288)) <> ''
+             ELSE has_content END AS has_content,
+        CASE WHEN reasoning_tokens > 0 THEN true ELSE has_reasoning END AS has_reasoning,
+        -- a length at the cap is not the true length
+        CASE WHEN reasoning_cut THEN NULL ELSE reasoning_chars END AS reasoning_chars)
+    FROM resp_raw
 ),
 paired AS (
     SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
@@ -23,7 +50,8 @@ paired AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated,
+           p.reasoning_tokens, p.reasoning_cut
     FROM req q
     ASOF LEFT JOIN resp p
       ON p.request_id = q.request_id
@@ -40,7 +68,8 @@ orphans AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated,
+           p.reasoning_tokens, p.reasoning_cut
     FROM resp p
     WHERE NOT EXISTS (
         SELECT 1 FROM paired x WHERE x.request_id = p.request_id AND x.response_ts = p.ts)
@@ -69,7 +98,7 @@ evidence AS (
 SELECT
     request_id, session_id, ts, response_ts, model, provider, origin, client,
     enable_thinking, message_count, tools_count, tool_results_count, prompt_md5, has_messages,
-    answered, latency_ms, content_chars, reasoning_chars, tool_call_count,
+    answered, latency_ms, content_chars, reasoning_chars, reasoning_cut, reasoning_tokens, tool_call_count,
     prompt_tokens, cached_tokens, error, upstream_headers, thinking_token_budget,
     coalesce(request_truncated, false) OR coalesce(response_truncated, false) AS truncated,
     log_fields_version IS NOT NULL AS has_log_fields,
@@ -92,6 +121,12 @@ SELECT
          ELSE completion_tokens END AS completion_tokens,
     max_tokens,
     CASE WHEN answered THEN parsed_error_kind END AS error_kind,
+    -- a 200 with no usable answer: the proxy writes no has_* field and no error
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'no_answer' AS BOOLEAN)
+         WHEN answered AND error IS NULL AND has_content IS NULL AND has_tool_calls IS NULL
+              AND has_reasoning IS NULL THEN true END AS no_answer,
+    -- slower than the caller's deadline (analyzer.online.is_late)
+    latency_ms > 1000 * (SELECT value FROM settings WHERE name = 'caller_deadline_s') AS late,
     -- which features were reconstructed rather than logged, as decide() expects
     concat_ws(',',
         CASE WHEN log_fields_version IS NULL AND error IS NOT NULL AND parsed_status IS NOT NULL

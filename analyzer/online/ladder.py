@@ -140,6 +140,7 @@ class Attempt:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
+    no_answer: bool | None = None  # a 2xx JSON body with no usable choice (issue 13)
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as a JSON-ready dict (the ``ladder.attempts`` log shape)."""
@@ -496,6 +497,7 @@ def _attempt(rung: str, f: TurnFeatures, status, body, latency_ms: int, exc, cls
         prompt_tokens=summary.get("prompt_tokens"),
         completion_tokens=summary.get("completion_tokens"),
         error=None if exc is None else _error_text(exc),
+        no_answer=summary.get("no_answer"),
     )
 
 
