@@ -135,8 +135,11 @@ _TIMEOUT_EXCEPTIONS = frozenset({"ReadTimeout", "TimeoutException", "TimeoutErro
 # Timeouts before the request reached the upstream (httpx names): told apart from
 # a read timeout because the pod never saw the request.
 _CONNECT_TIMEOUT_EXCEPTIONS = frozenset({"ConnectTimeout", "PoolTimeout", "WriteTimeout"})
-# The proxy's ``response.json()`` on an empty or non-JSON 200 body.
+# The proxy's ``response.json()`` on an empty or non-JSON 200 body (the message
+# is "Expecting value: ..."); bytes that are not text, and JSON nested deeper
+# than the decoder's stack, fail the same call with these.
 _BAD_BODY_EXCEPTIONS = frozenset({"JSONDecodeError"})
+_BAD_BODY_MESSAGES = {"UnicodeDecodeError": "codec can't decode", "RecursionError": "while decoding a JSON"}
 # Raised by this module's own request validation before any model call: the
 # client's request was refused, nothing upstream failed.
 _REJECTED_EXCEPTIONS = frozenset({"ThinkingBudgetError"})
@@ -236,8 +239,12 @@ def decide(f: TurnFeatures) -> Decision:
         # an empty 200 with no finish reason (and the same ladder trigger).
         return done(EMPTY_200_STOP, "error_kind")
     status = f.status if isinstance(f.status, int) and not isinstance(f.status, bool) else None
-    if status is None and kind in (ERROR_CONNECT, ERROR_RESET):
+    answered_2xx = status is not None and 200 <= status < 300
+    if (status is None or answered_2xx) and kind in (ERROR_CONNECT, ERROR_RESET):
         return done(CONNECTION_ERROR, "error_kind")
+    if (status is None or answered_2xx) and kind is not None and kind != ERROR_HTTP:
+        # The proxy failed on its way to an answer (after a 2xx too): it relays a 502.
+        return done(OTHER_5XX, "error_kind")
     if status is None and kind is not None:
         # An exception with no HTTP answer: the proxy relays it as a 502.
         return done(OTHER_5XX, "error_kind")
@@ -351,7 +358,7 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
             return ERROR_TIMEOUT, None
         if name in _CONNECT_TIMEOUT_EXCEPTIONS:
             return ERROR_CONNECT_TIMEOUT, None
-        if name in _BAD_BODY_EXCEPTIONS:
+        if name in _BAD_BODY_EXCEPTIONS or (name in _BAD_BODY_MESSAGES and _BAD_BODY_MESSAGES[name] in text):
             # The upstream answered 200 with a body that is not JSON.
             return ERROR_BAD_BODY, 200
         if name in _REJECTED_EXCEPTIONS:

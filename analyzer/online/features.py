@@ -95,7 +95,6 @@ def answer_summary(body: Any) -> dict[str, Any]:
     ``usage.completion_tokens_details`` are reasoning evidence. ``bad_body`` marks
     an empty or non-JSON body, ``no_answer`` a JSON body with no usable choice.
     """
-    doc = _decode(body)
     out: dict[str, Any] = {
         "finish_reason": None,
         "has_content": None,
@@ -107,8 +106,9 @@ def answer_summary(body: Any) -> dict[str, Any]:
         "no_answer": None,
         "bad_body": None,
     }
-    if doc is None:
+    if body is None:
         return out  # no body to read
+    doc = _decode(body)
     # A body arrived: from here on the answer is empty unless it says otherwise.
     out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False
     out["no_answer"] = out["bad_body"] = False

@@ -71,7 +71,8 @@ def answer_fields(status: int, headers: Any, body: bytes) -> dict:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return {}  # a 200 with no usable answer (choices: [], an error object): nothing to describe
     msg = choices[0].get("message")
-    msg = msg if isinstance(msg, dict) else {}
+    if not isinstance(msg, dict):
+        return {}
     text = lambda v: v if isinstance(v, str) else ""  # noqa: E731 - content can be anything
     content, reasoning = text(msg.get("content")), text(msg.get("reasoning_content") or msg.get("reasoning"))
     calls = [c for c in msg.get("tool_calls") or [] if isinstance(c, dict)] \
