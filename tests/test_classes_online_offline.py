@@ -227,3 +227,16 @@ def test_reasoning_at_the_log_cap_is_cut_not_its_length(tmp_path):
     assert got["0000cc02"] == (3999, False, None, True)
     assert got["0000cc03"] == (0, False, 650, True)  # reasoning shown by usage details alone
     con.close()
+
+
+def test_the_sizing_counts_late_and_no_answer_200s(offline):
+    from analyzer.sizing import build_sizing
+
+    con, rows = offline
+    sizing = build_sizing(con, {"models": None, "since": None, "until": None})
+    classes = [c for c, _ in rows.values()]
+    assert sizing["late_answers"] == classes.count("late-200") == 2
+    assert sizing["no_answer_200"] == classes.count("no-answer-200") == 3
+    assert sizing["caller_deadline_s"] == 300.0
+    # The empty and non-JSON 200 bodies with tool history are ladder-eligible.
+    assert sizing["eligible_by_trigger"]["empty-200-stop"] == sum(1 for c in CASES if c.trigger == "empty-200-stop")
