@@ -709,3 +709,11 @@ def test_budgets_and_bounds_are_validated(kwargs):
     assert send.calls == 0
     # No bound at all is said with math.inf, not NaN.
     assert run_ladder(tool_payload(), ScriptedSend(NAKED_500, OK), time_budget_s=float("inf")).recovered_at
+
+
+def test_the_deadline_stops_a_rung_even_when_the_budget_is_tighter():
+    clock = FakeClock()
+    send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
+    # After the original: 0.5 s to the deadline (< min_attempt_s), 0.2 s of budget left.
+    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 100.5, time_budget_s=0.2)
+    assert result.outcome == "deadline" and send.calls == 1

@@ -368,3 +368,15 @@ def test_readme_example_is_the_tested_proxy():
     if section is None:
         pytest.skip("README.md has no 'Using the ladder in your proxy' section yet")
     check_readme_section(section)
+
+
+def test_the_ladder_stops_at_the_callers_deadline_over_http(upstream, make_proxy):
+    # The original 500 arrives after 1.2 s of a 2 s caller deadline: no rung can
+    # finish in the 0.8 s left (min 1 s), so none starts, and the log says why.
+    upstream.script = sequence([slow(naked_500(), 1.2), ok])
+    proxy = make_proxy(caller_deadline_s=2.0)
+    r = post(proxy, client_payload())
+    assert r.status_code == 500 and upstream.count == 1
+    rec = only_response(proxy)
+    assert rec["ladder"]["outcome"] == "deadline" and rec["ladder"]["recovered_at"] is None
+    assert rec["incident_class"] == rec["final_class"] == "tool-history-5xx"

@@ -439,11 +439,11 @@ def _ladder_steps(
         now = clock()
         budget_left = time_budget_s - (now - started)
         deadline_left = math.inf if deadline is None else deadline - now
-        if deadline_left < min_attempt_s and deadline_left <= budget_left:
-            result.outcome = DEADLINE  # this rung could not finish before the caller gives up
-            break
         if budget_left <= 0:
             result.outcome = TIME_BUDGET
+            break
+        if deadline_left < min_attempt_s:
+            result.outcome = DEADLINE  # this rung could not finish before the caller gives up
             break
         try:
             rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve)
