@@ -49,7 +49,7 @@ HISTORY = [
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
          for n in ("query", "show_layer", "fly_to")]
 LOG_FIELD_KEYS = {"log_fields_version", "upstream_status", "finish_reason", "max_tokens", "thinking_token_budget",
-                  "tool_history", "incident_class", "final_class", "ladder"}
+                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder"}
 
 
 def client_payload(**extra):

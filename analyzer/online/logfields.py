@@ -44,6 +44,7 @@ def log_fields(
         tool_history        bool         tool messages/calls anywhere in the prompt
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
+        caller_deadline_s   float | null the deadline ``late-200`` was judged by
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
                                             latency_ms, finish_reason, has_content,
@@ -72,5 +73,6 @@ def log_fields(
         "tool_history": has_tool_history(payload.get("messages")),
         "incident_class": incident_class,
         "final_class": final_class,
+        "caller_deadline_s": caller_deadline_s,
         "ladder": ladder.to_log() if ladder is not None else None,
     }
