@@ -126,13 +126,15 @@ def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool
     return report
 
 
-def classify(db: DB = None) -> "ClassifyReport":
+def classify(db: DB = None, *, caller_deadline_s: float | None = None) -> "ClassifyReport":
     """Bring the classification of every turn up to date (idempotent, incremental).
 
     :func:`ingest` already does this; call it after loading metrics or replays
-    through other means. Returns the :class:`analyzer.turns.ClassifyReport`.
+    through other means. ``caller_deadline_s`` sets (and stores) the callers'
+    deadline that makes a slower ok answer ``late-200`` (default: the stored
+    value, else 300 s). Returns the :class:`analyzer.turns.ClassifyReport`.
     """
     from .turns import refresh_turns
 
     with _opened(db, write=True) as con:
-        return refresh_turns(con)
+        return refresh_turns(con, caller_deadline_s=caller_deadline_s)

@@ -43,6 +43,7 @@ def run_cmd(
     prometheus: Optional[str] = typer.Option(None, "--prometheus", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
     model_map: Optional[List[str]] = typer.Option(None, "--model-map", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
     fail_on: Optional[List[str]] = typer.Option(None, "--fail-on", metavar="METRIC>N[%]", help="Exit 7 after the summary when a threshold is crossed, e.g. 'tool-history-5xx>2%' or 'wedged-pod>0' (repeatable, or comma-separated)."),
+    caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .oncall import check_fail_on, parse_fail_on
@@ -51,7 +52,7 @@ def run_cmd(
     thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
                            since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                           prometheus=prometheus, model_map=model_map)
+                           prometheus=prometheus, model_map=model_map, caller_deadline_s=caller_deadline)
     check_fail_on(summary, thresholds)
 
 

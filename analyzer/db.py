@@ -243,6 +243,11 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
         -- tells this batch's rows from earlier ones. Null in rows before 004.
         ALTER TABLE records ADD COLUMN ingest_batch BIGINT;
         CREATE SEQUENCE ingest_batches START 1;
+        -- Response evidence read at ingestion (backfilled below from `raw` for
+        -- older rows): usage's completion_tokens_details.reasoning_tokens, and
+        -- whether the logged content (or its preview) has no visible character.
+        ALTER TABLE records ADD COLUMN reasoning_tokens BIGINT;
+        ALTER TABLE records ADD COLUMN content_blank BOOLEAN;
 
         -- Progress through a file, so a big file is many transactions and a killed
         -- run resumes where it stopped. Rows before 004 hold NULL (read whole).
@@ -291,6 +296,39 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
+    from .ingestion import blank_sql
+
+    content = "json_extract_string(raw, '$.content')"
+    preview = "json_extract_string(raw, '$.content_preview')"
+    con.execute(
+        f"""UPDATE records SET
+                reasoning_tokens = TRY_CAST(json_extract(raw, '$.tokens.completion_tokens_details.reasoning_tokens') AS BIGINT),
+                content_blank = CASE WHEN {content} IS NOT NULL THEN {blank_sql(content)}
+                                     WHEN {preview} IS NOT NULL THEN {blank_sql(preview)} END
+            WHERE type = 'response'"""
+    )
+
+
+def _m005_classification_settings(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- Settings the classification depends on: `caller_deadline_s`,
+        -- the caller's own deadline that makes an otherwise-ok answer late-200.
+        CREATE TABLE settings (
+            name        VARCHAR PRIMARY KEY,
+            value       DOUBLE NOT NULL,
+            set_at      TIMESTAMP
+        );
+        -- Two new features of analyzer.online.TurnFeatures; older label rows were
+        -- decided by an older rule, so the derived caches are rebuilt from scratch
+        -- (both are recomputed from `records` on the next classification).
+        ALTER TABLE feature_labels ADD COLUMN no_answer BOOLEAN;  -- null in rows labelled before 005
+        ALTER TABLE feature_labels ADD COLUMN late BOOLEAN;       -- null in rows labelled before 005
+        DELETE FROM feature_labels;
+        DELETE FROM error_kinds;
+        DELETE FROM build_state;
+        """
+    )
 
 
 #: Applied in order; append only. Never edit or reorder a released migration.
@@ -299,6 +337,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("002_replay_attempts", _m002_replay_attempts),
     ("003_build_state", _m003_build_state),
     ("004_production_inputs", _m004_production_inputs),
+    ("005_classification_settings", _m005_classification_settings),
 ]
 
 

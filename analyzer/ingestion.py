@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 from .db import transaction
 from .errors import ExitCode, InputError
 from .linereader import LineBlock, LongLine, read_lines
+from .online import BLANK_CHARS
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 
 # The fields read into typed columns; everything else stays in `raw`.
@@ -66,12 +67,14 @@ RECORD_STRUCT = {
     "has_tool_calls": "BOOLEAN",
     "has_reasoning_content": "BOOLEAN",
     "content": "VARCHAR",
+    "content_preview": "VARCHAR",
     "reasoning_content": "VARCHAR",
     "tool_calls": "JSON",
     "tokens": {
         "prompt_tokens": "BIGINT",
         "completion_tokens": "BIGINT",
         "prompt_tokens_details": {"cached_tokens": "BIGINT"},
+        "completion_tokens_details": {"reasoning_tokens": "BIGINT"},
     },
     "error": "VARCHAR",
     "upstream_headers": "JSON",
@@ -148,6 +151,12 @@ class IngestReport:
 
 _STRUCT_SQL = json.dumps(RECORD_STRUCT).replace("'", "''")
 
+def blank_sql(expr: str) -> str:
+    """SQL true when ``expr`` has no visible character: analyzer.online.is_blank's rule."""
+    chars = BLANK_CHARS.replace("'", "''")
+    return f"(trim({expr}, '{chars}') = '')"
+
+
 # The typed hot columns of `records`, computed from the parsed record `j`.
 _HOT_COLUMNS = """
     ts, j.type AS type, j.request_id AS request_id,
@@ -171,13 +180,16 @@ _HOT_COLUMNS = """
     length(j.content) AS content_chars, length(j.reasoning_content) AS reasoning_chars,
     j.tokens.prompt_tokens AS prompt_tokens, j.tokens.completion_tokens AS completion_tokens,
     j.tokens.prompt_tokens_details.cached_tokens AS cached_tokens,
+    j.tokens.completion_tokens_details.reasoning_tokens AS reasoning_tokens,
+    CASE WHEN j.content IS NOT NULL THEN {blank}(j.content)
+         WHEN j.content_preview IS NOT NULL THEN {blank}(j.content_preview) END AS content_blank,
     j.error AS error, j.upstream_headers AS upstream_headers,
     j.log_fields_version AS log_fields_version, j.upstream_status AS upstream_status,
     j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
     j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
     j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
     j.system_sha256 AS system_sha256
-"""
+""".replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview"))
 
 # Words that mark a free-text stdout line as data (see proxy_events).
 _EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",

@@ -72,8 +72,8 @@ class LongLine:
 Piece = Union[LineBlock, LongLine]
 
 
-def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> pa.Array:
-    """Split a buffer of whole lines into a string array (one copy, in C++)."""
+def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
+    """Split a buffer of whole lines into a string array (one copy, in C++); and whether it is exact."""
     buf = pa.py_buffer(body)
     offsets = pa.array([0, buf.size], pa.int64()).buffers()[1]
     whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
@@ -81,22 +81,29 @@ def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> pa.Array:
     return _decode(lines, sep, has_cr)
 
 
-def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> pa.Array:
-    """Binary lines to strings: validated UTF-8, lossy only where it is not."""
+def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
+    """Binary lines to strings: validated UTF-8, lossy only where it is not.
+
+    Also says whether each string's bytes are still exactly its line's (false
+    after a lossy decode or a trimmed ``\r``), which cutting a block needs.
+    """
+    exact = True
     try:
         out = lines.cast(pa.large_string())
     except pa.ArrowInvalid:
         # Invalid UTF-8 somewhere in this block: decode it line by line, lossily.
         out = pa.array([b.decode("utf-8", errors="replace") for b in lines.to_pylist()], pa.large_string())
-        out._analyzer_lossy = True  # type: ignore[attr-defined]
+        exact = False
     if has_cr and sep == b"\n":
         out = pc.utf8_rtrim(out, characters="\r")
-        out._analyzer_lossy = True  # type: ignore[attr-defined]
-    return out
+        exact = False
+    return out, exact
 
 
-def _block(first_line: int, lines: pa.Array, end_offset: int, nbytes: int, terminated: bool = True) -> LineBlock:
-    return LineBlock(first_line, lines, end_offset, nbytes, not getattr(lines, "_analyzer_lossy", False), terminated)
+def _block(first_line: int, split: tuple[pa.Array, bool], end_offset: int, nbytes: int,
+           terminated: bool = True) -> LineBlock:
+    lines, exact = split
+    return LineBlock(first_line, lines, end_offset, nbytes, exact, terminated)
 
 
 def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: int) -> Iterator[Piece]:
@@ -196,11 +203,12 @@ def read_lines(
             start = first + 1
         if start < last + 1:
             body = memoryview(chunk)[start:last]
-            lines = _split(body, sep, has_cr)
+            split = _split(body, sep, has_cr)
+            lines = split[0]
             if len(body) > max_line:
                 yield from _without_long_lines(lines, line_no, offset, max_line)
             else:
-                yield _block(line_no, lines, offset + len(body) + 1, len(body) + 1)
+                yield _block(line_no, split, offset + len(body) + 1, len(body) + 1)
             offset += len(body) + 1
             line_no += len(lines)
         carry = chunk[last + 1:]
@@ -212,6 +220,5 @@ def read_lines(
         skipping.end_offset = offset
         yield skipping
     elif carry:
-        lines = _split(carry, sep or b"\n", b"\r" in carry)
         offset += len(carry)
-        yield _block(line_no, lines, offset, len(carry), terminated=False)
+        yield _block(line_no, _split(carry, sep or b"\n", b"\r" in carry), offset, len(carry), terminated=False)

@@ -50,6 +50,7 @@ def run_main_job(
     wedge_window: str = "5m",
     prometheus: str | None = None,
     model_map: list[str] | None = None,
+    caller_deadline_s: float | None = None,
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
@@ -60,6 +61,13 @@ def run_main_job(
     from .metrics import parse_duration
 
     parse_duration(wedge_window, "--wedge-window")  # a bad value fails before any work
+    if caller_deadline_s is not None:
+        from .turns import check_caller_deadline
+
+        try:
+            check_caller_deadline(caller_deadline_s)
+        except ValueError as exc:
+            raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
     sources = discover_inputs(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
@@ -69,7 +77,7 @@ def run_main_job(
         if report.metric_files:  # Prometheus exports passed among the logs
             metrics = list(metrics or []) + report.metric_files
         metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
-        refresh_turns(con)
+        refresh_turns(con, caller_deadline_s=caller_deadline_s)
         summary = build_summary(con, models=models, since=since_dt, until=until_dt)
         summary["ingest"] = report.to_dict()
         summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]

@@ -51,13 +51,16 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
     models = [m for m in glm_models if not wanted or m in wanted]
     p = {**params, "models": models or ["\x00no GLM model\x00"]}
 
-    eligible, wedged, by_trigger = con.execute(
+    eligible, wedged, by_trigger, late, no_answer = con.execute(
         f"""SELECT count(*) FILTER (WHERE ladder_trigger IS NOT NULL),
                    count(*) FILTER (WHERE incident_class IN ('wedged-pod', 'pod-down')),
-                   histogram(ladder_trigger) FILTER (WHERE ladder_trigger IS NOT NULL)
+                   histogram(ladder_trigger) FILTER (WHERE ladder_trigger IS NOT NULL),
+                   count(*) FILTER (WHERE incident_class = 'late-200'),
+                   count(*) FILTER (WHERE incident_class = 'no-answer-200')
             FROM turns WHERE {_FILTER}""",
         p,
     ).fetchall()[0]
+    deadline = con.execute("SELECT max(value) FROM settings WHERE name = 'caller_deadline_s'").fetchall()[0][0]
 
     # Sessions lost: GLM tool sessions whose last turn failed for the client.
     lost = con.execute(
@@ -103,6 +106,11 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         "eligible_incidents": eligible,
         "eligible_by_trigger": by_trigger or {},
         "wedged_or_down_failures": wedged,
+        # Failures no payload change fixes (never ladder-eligible): answers that
+        # came after the callers' deadline, and 200s with no usable answer.
+        "late_answers": late,
+        "caller_deadline_s": deadline,
+        "no_answer_200": no_answer,
         "tool_sessions": tool_sessions,
         "sessions_affected": affected,
         "sessions_affected_share": round(affected / tool_sessions, 4) if tool_sessions else 0.0,

@@ -15,13 +15,23 @@ from dataclasses import dataclass
 import duckdb
 
 from .db import transaction
-from .online import UPSTREAM_FAILURE_CLASSES, TurnFeatures, decide, ladder_trigger, parse_error
+from .online import (
+    DEFAULT_CALLER_DEADLINE_S,
+    UPSTREAM_FAILURE_CLASSES,
+    TurnFeatures,
+    decide,
+    ladder_trigger,
+    parse_error,
+)
 from .online.classify import ERROR_HEAD_CHARS
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
-    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "inferred",
+    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "no_answer", "late", "inferred",
 )
+
+#: The `settings` row the `late` feature of queries/turn_features.sql reads.
+CALLER_DEADLINE = "caller_deadline_s"
 
 
 @dataclass
@@ -91,17 +101,47 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, 
         con.unregister("_rows_to_insert")
 
 
-def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
+def check_caller_deadline(seconds: object) -> float:
+    """A caller deadline in seconds as a positive finite float, or ValueError."""
+    import math
+
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds <= 0:
+        raise ValueError(f"the caller deadline must be a positive number of seconds, got {seconds!r}")
+    return float(seconds)
+
+
+def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -> float:
+    """Store the caller deadline (``seconds``, or keep the stored one, else the default); return it.
+
+    An otherwise-ok answer slower than this is ``late-200``. Changing it re-labels
+    the turns on the next refresh.
+    """
+    if seconds is not None:
+        con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
+                    [CALLER_DEADLINE, check_caller_deadline(seconds)])
+    else:
+        con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
+                    [CALLER_DEADLINE, DEFAULT_CALLER_DEADLINE_S])
+    return con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0]
+
+
+def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | None = None) -> ClassifyReport:
     """Bring the classification up to date with the records (idempotent, incremental).
 
     Only the turns whose records changed (``turns_dirty``, written by ingestion)
     or whose time falls in a pod window that appeared or vanished are
     re-derived: their features computed once, new feature combinations and error
     heads classified, their rows of ``turns`` replaced. A change of the SQL, of
-    the model map, or of the records by a writer that marks nothing dirty
-    rebuilds everything.
+    the model map, of the settings, or of the records by a writer that marks
+    nothing dirty rebuilds everything. ``caller_deadline_s`` sets the deadline
+    that makes a slow answer ``late-200`` (stored; default: the stored value,
+    else :data:`analyzer.online.DEFAULT_CALLER_DEADLINE_S`).
     """
+    if caller_deadline_s is not None:
+        check_caller_deadline(caller_deadline_s)  # before any write
     with transaction(con):
+        set_caller_deadline(con, caller_deadline_s)
         return _refresh(con, force=False)
 
 
@@ -189,11 +229,12 @@ SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_n
 
 
 def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
-    """What a full rebuild depends on besides the records: the SQL and the model map."""
-    mapping = con.execute(
-        "SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), '') FROM model_map"
-    ).fetchall()[0][0]
-    return _md5(queries["turn_features"].sql + queries["turns"].sql + mapping)
+    """What a full rebuild depends on besides the records: the SQL, the model map, the settings."""
+    mapping, settings = con.execute(
+        "SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), ''), "
+        "(SELECT coalesce(string_agg(name || '=' || value, ',' ORDER BY name), '') FROM settings) FROM model_map"
+    ).fetchall()[0]
+    return _md5(queries["turn_features"].sql + queries["turns"].sql + mapping + settings)
 
 
 def _md5(text: str) -> str:
@@ -233,6 +274,7 @@ def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool
     if not force and is_current(con):
         return False
     with transaction(con):
+        set_caller_deadline(con, None)
         _refresh(con, force=force)
     return True
 

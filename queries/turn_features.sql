@@ -9,11 +9,24 @@
 -- error_kinds table, filled by analyzer.online.parse_error); tool history from
 -- full-capture `messages`, this turn's tool results, or earlier turns of the
 -- session. Ladder records: the features of the original attempt (ladder.attempts[0]).
+-- Content that is only whitespace is no content (records.content_blank, set at
+-- ingestion from analyzer.online.BLANK_CHARS: a test checks the two agree); a
+-- response with no error and no has_* fields is a 200 with no usable answer;
+-- `late` compares the latency with the caller deadline in `settings`.
 WITH req AS (
     SELECT * FROM records WHERE type = 'request'
 ),
 resp AS (
-    SELECT * FROM records WHERE type = 'response'
+    SELECT * REPLACE (
+        -- The proxy logs has_content = bool(content): "\n\n" counts. Ingestion
+        -- marks content with no visible character (analyzer.online.is_blank).
+        CASE WHEN has_content AND content_blank THEN false ELSE has_content END AS has_content,
+        CASE WHEN reasoning_tokens > 0 THEN true ELSE has_reasoning END AS has_reasoning,
+        -- the proxy cuts reasoning_content at 4,000 characters (LOG_REASONING_MAX):
+        -- a length at the cap is not the true length
+        CASE WHEN reasoning_chars = 4000 THEN NULL ELSE reasoning_chars END AS reasoning_chars),
+        coalesce(reasoning_chars = 4000, false) AS reasoning_cut
+    FROM records WHERE type = 'response'
 ),
 matched AS (
     -- The response each request pairs with: narrow, then joined back below.
@@ -36,6 +49,7 @@ paired AS (
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
            p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated,
+           p.reasoning_tokens, p.reasoning_cut,
            coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
     FROM req q
     LEFT JOIN matched m
@@ -54,6 +68,7 @@ orphans AS (
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
            p.logged_class, p.final_class, p.ladder, p.truncated,
+           p.reasoning_tokens, p.reasoning_cut,
            p.proxy_pod
     FROM resp p
     WHERE NOT EXISTS (
@@ -92,7 +107,7 @@ evidence AS (
 SELECT
     request_id, session_id, ts, response_ts, model, provider, origin, client,
     enable_thinking, message_count, tools_count, tool_results_count, prompt_md5, has_messages,
-    answered, latency_ms, content_chars, reasoning_chars, tool_call_count,
+    answered, latency_ms, content_chars, reasoning_chars, reasoning_cut, reasoning_tokens, tool_call_count,
     prompt_tokens, cached_tokens, error, upstream_headers, thinking_token_budget,
     coalesce(request_truncated, false) OR coalesce(response_truncated, false) AS truncated,
     log_fields_version IS NOT NULL AS has_log_fields,
@@ -115,6 +130,12 @@ SELECT
          ELSE completion_tokens END AS completion_tokens,
     max_tokens,
     CASE WHEN answered THEN parsed_error_kind END AS error_kind,
+    -- a 200 with no usable answer: the proxy writes no has_* field and no error
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'no_answer' AS BOOLEAN)
+         WHEN answered AND error IS NULL AND has_content IS NULL AND has_tool_calls IS NULL
+              AND has_reasoning IS NULL THEN true END AS no_answer,
+    -- slower than the caller's deadline (analyzer.online.is_late)
+    latency_ms > 1000 * (SELECT value FROM settings WHERE name = 'caller_deadline_s') AS late,
     -- which features were reconstructed rather than logged, as decide() expects
     concat_ws(',',
         CASE WHEN log_fields_version IS NULL AND error IS NOT NULL AND parsed_status IS NOT NULL

@@ -25,6 +25,8 @@ WITH labelled AS (
       AND l.max_tokens IS NOT DISTINCT FROM f.max_tokens
       AND l.error_kind IS NOT DISTINCT FROM f.error_kind
       AND l.inferred IS NOT DISTINCT FROM f.inferred
+      AND l.no_answer IS NOT DISTINCT FROM f.no_answer
+      AND l.late IS NOT DISTINCT FROM f.late
     LEFT JOIN model_map m ON m.log_model = f.model
 ),
 ordered AS (
@@ -54,7 +56,7 @@ SELECT
     CASE
         WHEN NOT answered THEN 'unanswered'
         WHEN upstream_failure AND in_down_window
-             AND (rule_class = 'connection-error' OR NOT in_wedged_window) THEN 'pod-down'
+             AND (rule_class IN ('connection-error', 'connect-timeout') OR NOT in_wedged_window) THEN 'pod-down'
         WHEN upstream_failure AND in_wedged_window THEN 'wedged-pod'
         ELSE rule_class
     END AS incident_class,
@@ -69,7 +71,8 @@ SELECT
     in_wedged_window,
     in_down_window,
     enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,
-    inferred, prompt_md5, has_messages, content_chars, reasoning_chars, tool_call_count,
+    inferred, prompt_md5, has_messages, content_chars, reasoning_chars, reasoning_cut, reasoning_tokens, late,
+    tool_call_count,
     cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
     metric_model,
     proxy_pod,

@@ -65,6 +65,21 @@ LOGGED_ROWS = [
      "tool-call-stop-mismatch", LOGGED),
     ("tool-call-end-turn-mismatch", TF(status=200, has_content=False, has_tool_calls=True, finish_reason="end_turn"),
      "tool-call-stop-mismatch", LOGGED),
+    # Issue 13: a 200 that is not an answer.
+    ("no-answer-200-no-choices", TF(status=200, has_content=False, has_tool_calls=False, no_answer=True),
+     "no-answer-200", LOGGED),
+    ("no-answer-200-finish-error", TF(**OK_ANSWER, finish_reason="error"), "no-answer-200", LOGGED),
+    ("bad-body-is-empty-200", TF(status=200, error_kind="bad-body", tool_history=True), "empty-200-stop", LOGGED),
+    ("connect-timeout", TF(error_kind="connect-timeout", tool_history=True), "connect-timeout", LOGGED),
+    ("late-200", TF(**OK_ANSWER, finish_reason="stop", late=True), "late-200", LOGGED),
+    ("late-200-tool-calls", TF(status=200, has_tool_calls=True, finish_reason="tool_calls", late=True),
+     "late-200", LOGGED),
+    # A failure that also came late keeps its failure class.
+    ("late-empty-stays-empty", TF(**EMPTY, finish_reason="stop", late=True), "empty-200-stop", LOGGED),
+    ("late-5xx-stays-5xx", TF(status=500, tool_history=True, late=True), "tool-history-5xx", LOGGED),
+    ("late-mismatch-stays", TF(status=200, has_tool_calls=True, finish_reason="stop", late=True),
+     "tool-call-stop-mismatch", LOGGED),
+    ("on-time-ok", TF(**OK_ANSWER, late=False), "ok", LOGGED),
 ]
 
 # Old records: no finish_reason, often no status. Length vs stop from token evidence.
@@ -162,14 +177,25 @@ PARSE_ROWS = [
     # connection failure or other exception
     ("connect", "ConnectError: All connection attempts failed", None, ("connect", None)),
     ("connect-dns", "ConnectError: [Errno -2] Name or service not known", None, ("connect", None)),
-    ("connect-timeout", "ConnectTimeout: timed out", None, ("connect", None)),
+    # Issue 13: a connect/pool/write timeout never reached the upstream; told
+    # from a read timeout by the exception name, or in the proxy's own text by
+    # the duration (30 s against 600/1,200 s).
+    ("connect-timeout", "ConnectTimeout: timed out", None, ("connect-timeout", None)),
+    ("pool-timeout", "PoolTimeout: ", None, ("connect-timeout", None)),
+    ("write-timeout", "WriteTimeout: ", None, ("connect-timeout", None)),
+    ("read-timeout-exception", "ReadTimeout: ", None, ("timeout", None)),
+    ("timed-out-after-30s", "Request timed out after 30004ms", None, ("connect-timeout", None)),
+    ("timed-out-after-59s", "Request timed out after 59999ms", None, ("connect-timeout", None)),
+    ("timed-out-after-60s", "Request timed out after 60000ms", None, ("timeout", None)),
+    ("timed-out-after-600s", "Request timed out after 600012ms", None, ("timeout", None)),
     ("reset", "RemoteProtocolError: Server disconnected without sending a response.", None, ("reset", None)),
     ("read-error", "ReadError: ", None, ("reset", None)),
     ("read-timeout-exception", "ReadTimeout: timed out", None, ("timeout", None)),
     ("dotted-exception", "httpx.ConnectError: All connection attempts failed", None, ("connect", None)),
     ("bare-exception-name", "RemoteProtocolError", None, ("reset", None)),
     ("other-exception", "KeyError: 'choices'", None, ("other", None)),
-    ("json-decode", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)", None, ("other", None)),
+    # Issue 13: the proxy's response.json() on an empty/non-JSON 200 body.
+    ("json-decode", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)", None, ("bad-body", 200)),
     # the proxy refused the request itself (analyzer.online's budget contract)
     ("budget-rejected", "ThinkingBudgetError: thinking_token_budget=-2 rejected: negative values other than -1 "
                         "are invalid", "nrp", ("rejected", 400)),
@@ -257,10 +283,14 @@ def test_features_from_exchange_live_answers():
     assert classify(parts) == "ok"
     # A 200 whose body is empty or not JSON (an HTML error page) is an empty
     # answer, not an unknown one: with tool history it triggers the ladder.
-    for body in (b"", b"<html>oops</html>", "[]"):
+    for body in (b"", b"<html>oops</html>", b"   "):
         broken = features_from_exchange(payload, 200, body)
         assert (broken.has_content, broken.has_tool_calls) == (False, False)
+        assert broken.error_kind == "bad-body"
         assert classify(broken) == "empty-200-stop"
+    # JSON that is not an answer object (issue 13): a 200 without a usable answer.
+    for body in ("[]", "5", '{"error": {"message": "overloaded"}}', '{"choices": []}'):
+        assert classify(features_from_exchange(payload, 200, body)) == "no-answer-200"
     # No body at all (a legacy success record without content fields) stays unknown.
     assert classify(features_from_exchange(payload, 200, None)) == "ok"
     assert decide(features_from_exchange(payload, 200, None)).evidence == INFERRED

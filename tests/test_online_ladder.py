@@ -165,9 +165,7 @@ def is_final_answer_request(m):
 @given(payloads())
 def test_rungs_never_mutate_the_input(payload):
     before = copy.deepcopy(payload)
-    built = rung_payloads(payload, ALL_RUNGS)
-    for rung in LENGTH_RUNGS:
-        built.append((rung, build_rung(payload, rung, answer_reserve=64)))
+    built = rung_payloads(payload, ALL_RUNGS + LENGTH_RUNGS)
     assert payload == before
     for _rung, out in built:
         assert out is not payload
@@ -555,8 +553,8 @@ def test_length_recovery_budget_then_thinking_off():
         # The budget leaves exactly the reserve: it passes the contract at the boundary.
         assert budgeted["thinking_token_budget"] == 1024 - 256 - 2
         assert validate_thinking_budget(budgeted["thinking_token_budget"], 1024, 256) == 766
-        # Thinking off: both GLM keys false, no clear_thinking, no budget; tools untouched.
-        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
+        # Thinking off: both GLM keys false, earlier reasoning cleared, no budget; tools untouched.
+        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
         assert "thinking_token_budget" not in off and off["tools"] is TOOLS
     assert payload == before
 
@@ -589,3 +587,133 @@ def test_tool_choice_none_also_closes_the_legacy_function_call():
 
     out = build_rung({"functions": [{"name": "q"}], "function_call": "auto", "messages": []}, "tool_choice_none")
     assert out["function_call"] == "none" and out["tool_choice"] == "none"
+
+
+# -- issue 13: a ladder that fits production ----------------------------------
+
+
+def test_every_enabled_rung_is_reachable_under_the_defaults():
+    for flatten, rungs in ((False, DEFAULT_RUNGS), (True, ALL_RUNGS)):
+        for result, send in run_both(tool_payload(), lambda: ScriptedSend(NAKED_500), flatten=flatten):
+            assert [a.rung for a in result.attempts] == ["original", *rungs]
+            assert result.outcome == "exhausted" and send.calls == 1 + len(rungs)
+    payload = tool_payload(max_tokens=2048)
+    result = run_ladder(payload, ScriptedSend(LENGTH), length_recovery=True)
+    assert [a.rung for a in result.attempts] == ["original", *LENGTH_RUNGS]
+
+
+def test_no_thinking_budget_without_a_max_tokens_to_size_it_from():
+    payload = tool_payload()
+    payload.pop("max_tokens", None)
+    for result, send in run_both(payload, lambda: ScriptedSend(LENGTH, OK), length_recovery=True):
+        assert all("thinking_token_budget" not in p for p in send.payloads)
+        assert [a.rung for a in result.attempts] == ["original", "disable_thinking"]
+        assert result.skipped == [{"rung": "thinking_budget",
+                                   "reason": "the request has no max_tokens to size a thinking budget from"}]
+        assert result.to_log()["skipped"] == result.skipped and result.recovered_at == "disable_thinking"
+    # No room under the cap after the answer reserve: skipped too, never a budget of 0.
+    tight = run_ladder(tool_payload(max_tokens=200), ScriptedSend(LENGTH, OK), length_recovery=True,
+                       answer_reserve=256)
+    assert [s["rung"] for s in tight.skipped] == ["thinking_budget"]
+
+
+def test_a_rung_that_cannot_be_built_is_skipped_and_recorded():
+    # Client junk where the template kwargs belong: thinking cannot be switched off.
+    payload = tool_payload(max_tokens=1024, chat_template_kwargs="junk")
+    for result, send in run_both(payload, lambda: ScriptedSend(LENGTH), length_recovery=True):
+        assert [a.rung for a in result.attempts] == ["original", "thinking_budget"]
+        assert [s["rung"] for s in result.skipped] == ["disable_thinking"]
+        assert "chat_template_kwargs" in result.skipped[0]["reason"]
+        assert result.outcome == "exhausted" and send.calls == 2
+
+
+@pytest.mark.parametrize("answer_value", [
+    None, 5, "200", (200, {}), [500, {}, b"", "extra"], ("200", {}, b""), (True, {}, b""), (200.0, {}, b""),
+])
+def test_whatever_send_returns_is_an_attempt_not_an_exception(answer_value):
+    # On the original call: a result with no HTTP status, class other-5xx.
+    for result, _send in run_both(tool_payload(), lambda: ScriptedSend(answer_value)):
+        assert result.status is None and result.outcome == "not-triggered"
+        assert result.attempts[0].incident_class == "other-5xx"
+        assert result.attempts[0].error.startswith("MalformedAnswer: send returned")
+    # On a rung: recorded, and the ladder goes on to the next rung.
+    for result, send in run_both(tool_payload(), lambda: ScriptedSend(NAKED_500, answer_value, OK)):
+        assert [a.incident_class for a in result.attempts] == ["tool-history-5xx", "other-5xx", "ok"]
+        assert result.recovered_at == "drop_tools"
+        json.dumps(result.to_log())
+
+
+def test_no_rung_starts_that_cannot_finish_before_the_caller_deadline():
+    clock = FakeClock()
+    send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)  # every call takes 100 s
+    # The caller gives up 150 s after the request: the original took 100 s, 50 s are left,
+    # so one rung may start (min_attempt_s=60 would forbid it).
+    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 150, min_attempt_s=60)
+    assert result.outcome == "deadline" and send.calls == 1 and result.recovered_at is None
+    assert result.to_log()["outcome"] == "deadline"
+
+
+def test_time_left_is_the_relative_form_of_the_deadline():
+    clock = FakeClock()
+    send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
+    result = run_ladder(tool_payload(), send, clock=clock, time_left_s=150, min_attempt_s=60)
+    assert result.outcome == "deadline" and send.calls == 1
+    # Enough time left: the ladder runs and recovers.
+    clock2 = FakeClock()
+    send2 = ScriptedSend(NAKED_500, OK, clock=clock2, cost=10.0)
+    ok = run_ladder(tool_payload(), send2, clock=clock2, time_left_s=300)
+    assert ok.recovered_at == "tool_choice_none"
+
+
+def test_an_answer_after_the_deadline_is_not_a_recovery_in_the_sync_runner():
+    clock = FakeClock()
+    send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
+    # 50 s left after the original: the rung starts (min 1 s) but its answer lands at 200 s.
+    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 150)
+    assert send.calls == 2 and result.outcome == "deadline" and result.recovered_at is None
+    assert result.attempts[-1].incident_class == "ok"  # the answer itself was fine
+    assert result.status == 500  # the client is passed the original answer
+
+
+def test_the_async_runner_cuts_a_rung_off_at_the_deadline():
+    async def main():
+        calls = []
+
+        async def send(payload):
+            calls.append(payload)
+            if len(calls) == 1:
+                return NAKED_500
+            await asyncio.sleep(5)  # a slow rung
+            return OK
+
+        loop = asyncio.get_running_loop()
+        return await arun_ladder(tool_payload(), send, clock=loop.time, deadline=loop.time() + 1.3,
+                                 min_attempt_s=0.1), calls
+
+    result, calls = asyncio.run(main())
+    assert len(calls) == 2 and result.outcome == "deadline"
+    assert result.attempts[-1].incident_class == "timeout"
+    assert result.attempts[-1].error.startswith("DeadlineExceeded: the caller's deadline passed")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"time_budget_s": float("nan")}, {"time_budget_s": "60"}, {"time_budget_s": True},
+    {"max_attempts": True}, {"answer_reserve": -1}, {"answer_reserve": 1.5},
+    {"deadline": float("nan")}, {"deadline": float("inf")}, {"time_left_s": float("nan")},
+    {"min_attempt_s": -1}, {"rungs": ["drop_tools", "nope"]}, {"rungs": "drop_tools"},
+])
+def test_budgets_and_bounds_are_validated(kwargs):
+    send = ScriptedSend(OK)
+    with pytest.raises(ValueError):
+        run_ladder(tool_payload(), send, **kwargs)
+    assert send.calls == 0
+    # No bound at all is said with math.inf, not NaN.
+    assert run_ladder(tool_payload(), ScriptedSend(NAKED_500, OK), time_budget_s=float("inf")).recovered_at
+
+
+def test_the_deadline_stops_a_rung_even_when_the_budget_is_tighter():
+    clock = FakeClock()
+    send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
+    # After the original: 0.5 s to the deadline (< min_attempt_s), 0.2 s of budget left.
+    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 100.5, time_budget_s=0.2)
+    assert result.outcome == "deadline" and send.calls == 1

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from analyzer.online import (
     THINKING_KEYS,
+    ClientRequestError,
     ThinkingBudgetError,
     anthropic_stop_reason,
     answer_capacity,
@@ -149,32 +150,36 @@ def _kwargs(payload):
 
 
 @pytest.mark.parametrize("model", ["glm-5", "glm-5.2-fp8", "GLM-4.6", "z-ai/glm-5.2", "zai-org/GLM-5.2-FP8"])
-def test_glm_gets_both_keys_and_keeps_reasoning_when_enabled(model):
+def test_glm_gets_both_keys_and_clears_earlier_reasoning_when_enabled(model):
+    # Issue 13: clear_thinking false would replay every earlier turn's reasoning
+    # into the prompt (GLM-5's template gate); true keeps only the current cycle's.
     out = normalize_thinking({"model": model, "messages": []}, model, True)
-    assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": False}
+    assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
 
 
 @pytest.mark.parametrize("model", ["glm-5", "z-ai/glm-5.2"])
-def test_glm_disabled_sets_both_keys_false_and_no_clear_thinking(model):
+def test_glm_disabled_sets_both_keys_false_and_clears_reasoning(model):
     out = normalize_thinking({"model": model}, model, False)
-    assert _kwargs(out) == {"enable_thinking": False, "thinking": False}
-    # A clear_thinking the client sent for an enabled turn does not survive disabling.
+    assert _kwargs(out) == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
+    # A clear_thinking: false the client sent does not survive: the prompt stays bounded.
     prior = {"model": model, "chat_template_kwargs": {"clear_thinking": False, "enable_thinking": True}}
-    assert _kwargs(normalize_thinking(prior, model, False)) == {"enable_thinking": False, "thinking": False}
+    assert _kwargs(normalize_thinking(prior, model, False)) == {"enable_thinking": False, "thinking": False,
+                                                                "clear_thinking": True}
 
 
 def test_glm_disagreeing_keys_are_made_to_agree():
     payload = {"chat_template_kwargs": {"enable_thinking": False, "thinking": True}}
     assert _kwargs(normalize_thinking(payload, "glm-5", True)) == {
-        "enable_thinking": True, "thinking": True, "clear_thinking": False}
-    assert _kwargs(normalize_thinking(payload, "glm-5", False)) == {"enable_thinking": False, "thinking": False}
+        "enable_thinking": True, "thinking": True, "clear_thinking": True}
+    assert _kwargs(normalize_thinking(payload, "glm-5", False)) == {"enable_thinking": False, "thinking": False,
+                                                                    "clear_thinking": True}
 
 
 def test_other_template_kwargs_are_kept():
     payload = {"chat_template_kwargs": {"reasoning_effort": "high", "custom": [1, 2]}}
     out = normalize_thinking(payload, "glm-5", True)
     assert _kwargs(out) == {"reasoning_effort": "high", "custom": [1, 2], "enable_thinking": True,
-                            "thinking": True, "clear_thinking": False}
+                            "thinking": True, "clear_thinking": True}
 
 
 @pytest.mark.parametrize("model", ["qwen3", "Qwen/Qwen3-235B-A22B", "qwen3-small"])
@@ -211,7 +216,7 @@ def test_extended_family_table():
         "enable_thinking": True, "thinking_mode": True}
     # The defaults still apply inside an extended table; glm keeps clear_thinking.
     assert _kwargs(normalize_thinking({}, "glm-5", True, families=table)) == {
-        "enable_thinking": True, "thinking": True, "clear_thinking": False}
+        "enable_thinking": True, "thinking": True, "clear_thinking": True}
     # The default table does not know gemma.
     assert "chat_template_kwargs" not in normalize_thinking({}, "gemma4-27b", True)
 
@@ -245,7 +250,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
     payload=st.dictionaries(st.sampled_from(["model", "messages", "temperature", "tools", "max_tokens"]), _json,
                             max_size=5),
     kwargs=st.none() | st.dictionaries(st.sampled_from(["enable_thinking", "thinking", "clear_thinking", "x"]),
-                                       _json, max_size=4),
+                                       _json, max_size=4) | _json,
     model=st.sampled_from(["glm-5", "z-ai/glm-5.2", "qwen3", "deepseek-r1", "kimi-k2", "llama-3", ""]),
     enabled=st.sampled_from([True, False, None]),
 )
@@ -253,6 +258,13 @@ def test_normalize_property(payload, kwargs, model, enabled):
     if kwargs is not None:
         payload["chat_template_kwargs"] = kwargs
     before = copy.deepcopy(payload)
+    known = enabled is not None and any(f in model for f in ("glm", "qwen", "deepseek", "kimi"))
+    if known and kwargs is not None and not isinstance(kwargs, dict):
+        # Client junk where an object belongs: the documented client error, nothing else.
+        with pytest.raises(ClientRequestError) as info:
+            normalize_thinking(payload, model, enabled)
+        assert info.value.field == "chat_template_kwargs" and payload == before
+        return
     out = normalize_thinking(payload, model, enabled)
     assert payload == before
     # Only chat_template_kwargs may change.
@@ -264,7 +276,7 @@ def test_normalize_property(payload, kwargs, model, enabled):
         for key in THINKING_KEYS[family]:
             assert new[key] is enabled
         if family == "glm":
-            assert new.get("clear_thinking", "absent") == (False if enabled else "absent")
+            assert new["clear_thinking"] is True
         # Keys the table does not own are kept as sent.
         for key, value in (kwargs or {}).items():
             if key not in THINKING_KEYS[family] and key != "clear_thinking":

@@ -49,7 +49,7 @@ HISTORY = [
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
          for n in ("query", "show_layer", "fly_to")]
 LOG_FIELD_KEYS = {"log_fields_version", "upstream_status", "finish_reason", "max_tokens", "thinking_token_budget",
-                  "tool_history", "incident_class", "final_class", "ladder"}
+                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder"}
 
 
 def client_payload(**extra):
@@ -79,7 +79,8 @@ def only_response(proxy):
     (fail_until(TOOL_CHOICE_NONE), {}, TOOL_CHOICE_NONE, "tool-history-5xx"),
     (fail_on_tool_history_with_tools(), {}, DROP_TOOLS, "tool-history-5xx"),
     (fail_until(FINAL_ANSWER, failure=empty_200_stop), {}, FINAL_ANSWER, "empty-200-stop"),
-    (fail_until(FLATTEN_TRANSCRIPT), {"flatten": True, "max_attempts": 5}, FLATTEN_TRANSCRIPT, "tool-history-5xx"),
+    # Issue 13: flatten=True is reachable with the default max_attempts.
+    (fail_until(FLATTEN_TRANSCRIPT), {"flatten": True}, FLATTEN_TRANSCRIPT, "tool-history-5xx"),
 ], ids=["rung1-tool_choice_none", "rung2-drop_tools", "rung3-final_answer", "rung4-flatten-opt-in"])
 def test_recovery_at_the_expected_rung(upstream, make_proxy, script, options, rung, trigger):
     upstream.script = script
@@ -95,7 +96,7 @@ def test_recovery_at_the_expected_rung(upstream, make_proxy, script, options, ru
     # What each attempt sent: normalized once, then reduced per rung.
     first = upstream.payloads[0]
     assert "enable_thinking" not in first and "user" not in first
-    assert first["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True, "clear_thinking": False}
+    assert first["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
     assert all(p["chat_template_kwargs"] == first["chat_template_kwargs"] for p in upstream.payloads)
     if rung == FLATTEN_TRANSCRIPT:
         assert not has_tool_structure(upstream.payloads[-1]["messages"])
@@ -367,3 +368,15 @@ def test_readme_example_is_the_tested_proxy():
     if section is None:
         pytest.skip("README.md has no 'Using the ladder in your proxy' section yet")
     check_readme_section(section)
+
+
+def test_the_ladder_stops_at_the_callers_deadline_over_http(upstream, make_proxy):
+    # The original 500 arrives after 1.2 s of a 2 s caller deadline: no rung can
+    # finish in the 0.8 s left (min 1 s), so none starts, and the log says why.
+    upstream.script = sequence([slow(naked_500(), 1.2), ok])
+    proxy = make_proxy(caller_deadline_s=2.0)
+    r = post(proxy, client_payload())
+    assert r.status_code == 500 and upstream.count == 1
+    rec = only_response(proxy)
+    assert rec["ladder"]["outcome"] == "deadline" and rec["ladder"]["recovered_at"] is None
+    assert rec["incident_class"] == rec["final_class"] == "tool-history-5xx"

@@ -11,17 +11,24 @@ Entry points:
 - :func:`features_from_exchange` — features from a live payload and upstream answer
 - :func:`run_ladder` / :func:`arun_ladder` — the fallback ladder, sync and async
 - :func:`normalize_thinking`, :func:`validate_thinking_budget`, :func:`anthropic_stop_reason`
+  (client input they refuse raises :class:`ClientRequestError`, a ``ValueError``)
 - :func:`log_fields` — the extra fields a proxy adds to its response record
 """
 
 from .classify import (
+    BLANK_CHARS,
     CLASSES,
+    CONNECT_TIMEOUT,
+    CONNECT_TIMEOUT_MAX_MS,
     CONNECTION_ERROR,
+    DEFAULT_CALLER_DEADLINE_S,
     EMPTY_200_STOP,
     ERROR_KINDS,
     INFERRED,
+    LATE_200,
     LENGTH_WITH_NO_CONTENT,
     LOGGED,
+    NO_ANSWER_200,
     OK,
     POD_DOWN,
     TOOL_HISTORY_5XX,
@@ -32,16 +39,20 @@ from .classify import (
     TurnFeatures,
     classify,
     decide,
+    is_blank,
     parse_error,
 )
-from .features import answer_summary, features_from_exchange, has_tool_history
+from .features import answer_summary, features_from_exchange, has_tool_history, is_late
 from .ladder import (
     ALL_RUNGS,
+    DEADLINE,
     DEFAULT_RUNGS,
     LENGTH_RUNGS,
     ORIGINAL,
+    OUTCOMES,
     Attempt,
     LadderResult,
+    RungUnavailable,
     arun_ladder,
     build_rung,
     ladder_trigger,
@@ -51,6 +62,7 @@ from .ladder import (
 from .logfields import LOG_FIELDS_VERSION, log_fields
 from .normalize import (
     THINKING_KEYS,
+    ClientRequestError,
     ThinkingBudgetError,
     anthropic_stop_reason,
     answer_capacity,
@@ -60,18 +72,26 @@ from .normalize import (
 
 __all__ = [
     "ALL_RUNGS",
+    "BLANK_CHARS",
     "CLASSES",
     "CONNECTION_ERROR",
+    "CONNECT_TIMEOUT",
+    "CONNECT_TIMEOUT_MAX_MS",
+    "DEADLINE",
+    "DEFAULT_CALLER_DEADLINE_S",
     "DEFAULT_RUNGS",
     "EMPTY_200_STOP",
     "ERROR_KINDS",
     "INFERRED",
+    "LATE_200",
     "LENGTH_RUNGS",
     "LENGTH_WITH_NO_CONTENT",
     "LOGGED",
     "LOG_FIELDS_VERSION",
+    "NO_ANSWER_200",
     "OK",
     "ORIGINAL",
+    "OUTCOMES",
     "POD_DOWN",
     "THINKING_KEYS",
     "TOOL_HISTORY_5XX",
@@ -79,8 +99,10 @@ __all__ = [
     "UPSTREAM_FAILURE_CLASSES",
     "WEDGED_POD",
     "Attempt",
+    "ClientRequestError",
     "Decision",
     "LadderResult",
+    "RungUnavailable",
     "ThinkingBudgetError",
     "TurnFeatures",
     "answer_capacity",
@@ -92,6 +114,8 @@ __all__ = [
     "decide",
     "features_from_exchange",
     "has_tool_history",
+    "is_blank",
+    "is_late",
     "ladder_trigger",
     "log_fields",
     "normalize_thinking",

@@ -31,6 +31,9 @@ CLIENT_ERROR = "client-error"
 CLIENT_CANCELLED = "client-cancelled"
 UNANSWERED = "unanswered"
 TOOL_CALL_STOP_MISMATCH = "tool-call-stop-mismatch"
+NO_ANSWER_200 = "no-answer-200"
+CONNECT_TIMEOUT = "connect-timeout"
+LATE_200 = "late-200"
 
 #: Every class, in the order reports list them (failures the ladder targets first).
 CLASSES: tuple[str, ...] = (
@@ -48,18 +51,28 @@ CLASSES: tuple[str, ...] = (
     CLIENT_CANCELLED,
     UNANSWERED,
     TOOL_CALL_STOP_MISMATCH,
+    NO_ANSWER_200,
+    CONNECT_TIMEOUT,
+    LATE_200,
 )
 
 #: Upstream failures that a wedged or down pod explains (the analyzer re-labels
 #: these inside metric windows).
 UPSTREAM_FAILURE_CLASSES = frozenset(
-    {TOOL_HISTORY_5XX, OTHER_5XX, TIMEOUT, CONNECTION_ERROR}
+    {TOOL_HISTORY_5XX, OTHER_5XX, TIMEOUT, CONNECTION_ERROR, CONNECT_TIMEOUT}
 )
+
+#: The caller's own deadline, in seconds, when none is configured: geo-agent's
+#: nginx ``proxy_read_timeout`` (300 s). An otherwise-ok answer slower than this
+#: reached nobody: ``late-200``.
+DEFAULT_CALLER_DEADLINE_S = 300.0
 
 # Error kinds: what kind of failure a response record's ``error`` text describes.
 ERROR_HTTP = "http"  # upstream answered with an HTTP error status
 ERROR_TIMEOUT = "timeout"  # upstream read timeout
+ERROR_CONNECT_TIMEOUT = "connect-timeout"  # connect, pool or write timeout: the request never got through
 ERROR_CONNECT = "connect"  # connection refused/failed, DNS, TLS: nothing answered
+ERROR_BAD_BODY = "bad-body"  # a 2xx whose body is empty or not JSON (the proxy's JSONDecodeError)
 ERROR_RESET = "reset"  # the connection broke mid-answer
 ERROR_CANCELLED = "cancelled"  # the caller hung up first
 ERROR_REJECTED = "rejected"  # the proxy refused the request before routing
@@ -69,7 +82,9 @@ ERROR_OTHER = "other"  # any other exception text
 ERROR_KINDS = (
     ERROR_HTTP,
     ERROR_TIMEOUT,
+    ERROR_CONNECT_TIMEOUT,
     ERROR_CONNECT,
+    ERROR_BAD_BODY,
     ERROR_RESET,
     ERROR_CANCELLED,
     ERROR_REJECTED,
@@ -87,22 +102,44 @@ ROUND_CAPS = frozenset({256, 512, 1000, 1024, 2000, 2048, 4000, 4096, 8000, 8192
 # finish_reason values that say "the turn is over" (OpenAI and Anthropic spellings).
 _ENDED = frozenset({"stop", "end_turn", "stop_sequence"})
 _LENGTH = frozenset({"length", "max_tokens"})
+# finish_reason values that say the provider gave up mid-answer (vLLM, OpenRouter).
+_FAILED = frozenset({"error"})
+
+#: The characters that do not make content: exactly Python's ``str.isspace``
+#: set, so ``is_blank(text)`` is ``not text.strip()``. queries/turn_features.sql
+#: trims the same characters (a test checks the two agree).
+BLANK_CHARS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+
+#: Every ``httpx.TimeoutException`` reads ``Request timed out after <ms>ms`` in
+#: the proxy's log. Its connect, pool and write timeouts are 30 s; its read
+#: timeout is 600 s (1,200 s since 2026-08-19). A timeout that fired before this
+#: many milliseconds cannot be a read timeout of that deployment.
+CONNECT_TIMEOUT_MAX_MS = 60_000
 
 #: parse_error reads only this many leading characters, so the analyzer can
 #: classify each distinct error *head* once instead of each error text.
 ERROR_HEAD_CHARS = 200
 
 _PROVIDER_RETURNED = re.compile(r"^Provider returned (\d{3})\b")
+_TIMED_OUT_AFTER = re.compile(r"^Request timed out after (\d{1,12}) ?ms")
 _EXCEPTION_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)(?::|$)")
 _CONNECT_EXCEPTIONS = frozenset(
-    {"ConnectError", "ConnectTimeout", "ConnectionError", "ConnectionRefusedError",
+    {"ConnectError", "ConnectionError", "ConnectionRefusedError",
      "gaierror", "ClientConnectorError", "SSLError", "ProxyError"}
 )
 _RESET_EXCEPTIONS = frozenset(
     {"RemoteProtocolError", "ReadError", "ConnectionResetError", "ServerDisconnectedError",
      "IncompleteRead", "ProtocolError", "WriteError"}
 )
-_TIMEOUT_EXCEPTIONS = frozenset({"ReadTimeout", "TimeoutException", "TimeoutError", "WriteTimeout", "PoolTimeout"})
+_TIMEOUT_EXCEPTIONS = frozenset({"ReadTimeout", "TimeoutException", "TimeoutError"})
+# Timeouts before the request reached the upstream (httpx names): told apart from
+# a read timeout because the pod never saw the request.
+_CONNECT_TIMEOUT_EXCEPTIONS = frozenset({"ConnectTimeout", "PoolTimeout", "WriteTimeout"})
+# The proxy's ``response.json()`` on an empty or non-JSON 200 body (the message
+# is "Expecting value: ..."); bytes that are not text, and JSON nested deeper
+# than the decoder's stack, fail the same call with these.
+_BAD_BODY_EXCEPTIONS = frozenset({"JSONDecodeError"})
+_BAD_BODY_MESSAGES = {"UnicodeDecodeError": "codec can't decode", "RecursionError": "while decoding a JSON"}
 # Raised by this module's own request validation before any model call: the
 # client's request was refused, nothing upstream failed.
 _REJECTED_EXCEPTIONS = frozenset({"ThinkingBudgetError"})
@@ -127,6 +164,11 @@ class TurnFeatures:
         completion_tokens: completion tokens the provider reported.
         max_tokens: the completion cap the request asked for.
         error_kind: one of :data:`ERROR_KINDS` for a failed call, else None.
+        no_answer: the 2xx body was JSON but carried no usable answer (no
+            ``choices``, ``choices: []``, an ``error`` object instead).
+        late: the turn took longer than the caller's deadline (see
+            :data:`DEFAULT_CALLER_DEADLINE_S`); only an otherwise-ok answer
+            becomes ``late-200``.
         evidence: ``"inferred"`` marks every field as reconstructed; use it when
             you cannot say which. Default ``"logged"``.
         inferred: names of the fields the caller reconstructed rather than read
@@ -145,6 +187,8 @@ class TurnFeatures:
     completion_tokens: int | None = None
     max_tokens: int | None = None
     error_kind: str | None = None
+    no_answer: bool | None = None
+    late: bool | None = None
     evidence: str = LOGGED
     inferred: tuple[str, ...] = ()
 
@@ -181,16 +225,26 @@ def decide(f: TurnFeatures) -> Decision:
         inferred = all_inferred or guessed or any(c in reconstructed for c in consulted)
         return Decision(cls, INFERRED if inferred else LOGGED)
 
-    kind = f.error_kind
+    kind = f.error_kind if isinstance(f.error_kind, str) else None
     if kind == ERROR_CANCELLED:
         return done(CLIENT_CANCELLED, "error_kind")
     if kind == ERROR_REJECTED:
         return done(CLIENT_ERROR, "error_kind")
     if kind == ERROR_TIMEOUT:
         return done(TIMEOUT, "error_kind")
-    status = f.status
-    if status is None and kind in (ERROR_CONNECT, ERROR_RESET):
+    if kind == ERROR_CONNECT_TIMEOUT:
+        return done(CONNECT_TIMEOUT, "error_kind")
+    if kind == ERROR_BAD_BODY:
+        # An empty or non-JSON 2xx body is an empty answer: the same failure as
+        # an empty 200 with no finish reason (and the same ladder trigger).
+        return done(EMPTY_200_STOP, "error_kind")
+    status = f.status if isinstance(f.status, int) and not isinstance(f.status, bool) else None
+    answered_2xx = status is not None and 200 <= status < 300
+    if (status is None or answered_2xx) and kind in (ERROR_CONNECT, ERROR_RESET):
         return done(CONNECTION_ERROR, "error_kind")
+    if (status is None or answered_2xx) and kind is not None and kind != ERROR_HTTP:
+        # The proxy failed on its way to an answer (after a 2xx too): it relays a 502.
+        return done(OTHER_5XX, "error_kind")
     if status is None and kind is not None:
         # An exception with no HTTP answer: the proxy relays it as a 502.
         return done(OTHER_5XX, "error_kind")
@@ -207,16 +261,29 @@ def decide(f: TurnFeatures) -> Decision:
         return done(OTHER_5XX, "status", "tool_history")
 
     # A 2xx answer (or a success record whose status was not logged).
-    finish = f.finish_reason.lower() if f.finish_reason else None
+    finish = f.finish_reason.lower() if isinstance(f.finish_reason, str) and f.finish_reason else None
+    if f.no_answer:
+        return done(NO_ANSWER_200, "no_answer")
+    if finish in _FAILED:
+        # The provider gave up mid-answer: partial content is not an answer.
+        return done(NO_ANSWER_200, "finish_reason")
+
+    def ok(*consulted: str, guessed: bool = False) -> Decision:
+        # An otherwise-ok answer that reached the caller after its deadline
+        # reached nobody; a failure that also came late keeps its class.
+        if f.late:
+            return done(LATE_200, "late", *consulted, guessed=guessed)
+        return done(OK, *consulted, guessed=guessed)
+
     if f.has_tool_calls:
         if finish in _ENDED:
             return done(TOOL_CALL_STOP_MISMATCH, "has_tool_calls", "finish_reason")
-        return done(OK, "has_tool_calls")
+        return ok("has_tool_calls")
     if f.has_content:
-        return done(OK, "has_content")
+        return ok("has_content")
     if f.has_content is None and f.has_tool_calls is None:
         # Nothing says the answer was empty; do not invent an incident.
-        return done(OK, guessed=True)
+        return ok(guessed=True)
     if finish in _LENGTH:
         return done(LENGTH_WITH_NO_CONTENT, "has_content", "finish_reason")
     if finish is not None:
@@ -224,12 +291,25 @@ def decide(f: TurnFeatures) -> Decision:
     return done(_length_or_stop_by_tokens(f), guessed=True)
 
 
+def is_blank(text: object) -> bool:
+    """True when ``text`` has no visible character (None, "", "\\n\\n", ...).
+
+    The one rule for "empty content", online and offline: whitespace-only content
+    is empty although the proxy logs ``has_content: true`` for it.
+    """
+    if text is None:
+        return True
+    if not isinstance(text, str):
+        return False
+    return not text.strip(BLANK_CHARS)
+
+
 def _length_or_stop_by_tokens(f: TurnFeatures) -> str:
     """Tell length from stop for an empty answer with no logged finish reason."""
     tokens = f.completion_tokens
-    if tokens is None:
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
         return EMPTY_200_STOP
-    if f.max_tokens is not None and tokens >= f.max_tokens:
+    if isinstance(f.max_tokens, int) and tokens >= f.max_tokens:
         return LENGTH_WITH_NO_CONTENT
     if f.has_reasoning and tokens in ROUND_CAPS:
         return LENGTH_WITH_NO_CONTENT
@@ -245,6 +325,8 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
     """
     if error is None:
         return None, None
+    if not isinstance(error, str):
+        error = str(error)
     error = error[:ERROR_HEAD_CHARS]
     if provider in ("unrouted", "streaming-unsupported"):
         return ERROR_REJECTED, 400
@@ -253,6 +335,11 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
     if m:
         return ERROR_HTTP, int(m.group(1))
     if text.startswith("Request timed out"):
+        # The proxy writes every httpx timeout this way; the duration tells a
+        # connect/pool/write timeout (30 s) from a read timeout (600 s or more).
+        m = _TIMED_OUT_AFTER.match(text)
+        if m and int(m.group(1)) < CONNECT_TIMEOUT_MAX_MS:
+            return ERROR_CONNECT_TIMEOUT, None
         return ERROR_TIMEOUT, None
     if text.startswith("Client disconnected") or text.startswith("Client cancelled"):
         return ERROR_CANCELLED, None
@@ -269,6 +356,11 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
             return ERROR_RESET, None
         if name in _TIMEOUT_EXCEPTIONS:
             return ERROR_TIMEOUT, None
+        if name in _CONNECT_TIMEOUT_EXCEPTIONS:
+            return ERROR_CONNECT_TIMEOUT, None
+        if name in _BAD_BODY_EXCEPTIONS or (name in _BAD_BODY_MESSAGES and _BAD_BODY_MESSAGES[name] in text):
+            # The upstream answered 200 with a body that is not JSON.
+            return ERROR_BAD_BODY, 200
         if name in _REJECTED_EXCEPTIONS:
             return ERROR_REJECTED, 400
     lowered = text.lower()
@@ -279,4 +371,8 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
 
 def error_kind_of_exception(exc: BaseException) -> str:
     """Map an exception raised by a transport (httpx, aiohttp, stdlib) to an error kind."""
-    return parse_error(f"{type(exc).__name__}: {exc}")[0] or ERROR_OTHER
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break classification
+        text = type(exc).__name__
+    return parse_error(text)[0] or ERROR_OTHER

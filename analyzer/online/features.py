@@ -6,8 +6,11 @@ import json
 from typing import Any, Mapping
 
 from .classify import (
+    DEFAULT_CALLER_DEADLINE_S,
+    ERROR_BAD_BODY,
     ERROR_HTTP,
     LOGGED,
+    is_blank,
     TurnFeatures,
     error_kind_of_exception,
     parse_error,
@@ -34,39 +37,64 @@ def has_tool_history(messages: Any) -> bool:
     return False
 
 
+_NOT_JSON = object()  # parse_body's marker for a body that arrived but is not JSON
+
+
+def _decode(body: Any) -> Any:
+    """The parsed body, None for no body, or ``_NOT_JSON`` for an empty/non-JSON one."""
+    if body is None or isinstance(body, (dict, list)):
+        return body
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        body = bytes(body)
+    elif not isinstance(body, str):
+        return _NOT_JSON
+    if not body:
+        return _NOT_JSON
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        # Invalid JSON, bad UTF-8, or nesting deeper than the parser's stack.
+        return _NOT_JSON
+
+
 def parse_body(body: Any) -> Any:
     """Decode an upstream answer body (bytes, str or already-parsed JSON).
 
     Returns the parsed JSON value, or None for an empty or non-JSON body (a naked
-    500 has an empty body; an HTML error page is not JSON).
+    500 has an empty body; an HTML error page is not JSON). Never raises.
     """
-    if body is None or isinstance(body, (dict, list)):
-        return body
-    if isinstance(body, (bytes, bytearray, memoryview)):
-        if not body:
-            return None
-        try:
-            return json.loads(bytes(body))
-        except ValueError:
-            return None
-    if isinstance(body, str):
-        if not body:
-            return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
+    doc = _decode(body)
+    return None if doc is _NOT_JSON else doc
+
+
+def _text(content: Any) -> str | None:
+    """Visible text of a message's ``content``: a string, or text parts; None otherwise."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts; only string texts count
+        return "".join(p["text"] for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
     return None
 
 
+def _usable_tool_calls(msg: Mapping[str, Any]) -> bool:
+    calls = msg.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(c, dict) for c in calls):
+        return True
+    return isinstance(msg.get("function_call"), dict)
+
+
 def answer_summary(body: Any) -> dict[str, Any]:
-    """What a chat-completions answer says about itself.
+    """What a chat-completions answer says about itself. Never raises.
 
     Returns a dict with ``finish_reason``, ``has_content``, ``has_tool_calls``,
-    ``has_reasoning``, ``prompt_tokens`` and ``completion_tokens`` (None where the
-    body does not say). Reads the first choice, as the proxy does.
+    ``has_reasoning``, ``prompt_tokens``, ``completion_tokens``,
+    ``reasoning_tokens``, ``no_answer`` and ``bad_body`` (None where the body does
+    not say). Reads the first choice, as the proxy does. Whitespace-only content
+    is no content (:func:`is_blank`); reasoning tokens in
+    ``usage.completion_tokens_details`` are reasoning evidence. ``bad_body`` marks
+    an empty or non-JSON body, ``no_answer`` a JSON body with no usable choice.
     """
-    doc = parse_body(body)
     out: dict[str, Any] = {
         "finish_reason": None,
         "has_content": None,
@@ -74,35 +102,45 @@ def answer_summary(body: Any) -> dict[str, Any]:
         "has_reasoning": None,
         "prompt_tokens": None,
         "completion_tokens": None,
+        "reasoning_tokens": None,
+        "no_answer": None,
+        "bad_body": None,
     }
-    if not isinstance(doc, dict):
-        if body is not None:
-            # A body arrived but is empty or not a JSON object (an HTML error page
-            # on a 200): that answer is empty, not unknown, so a ladder rung that
-            # gets it has not recovered. None still means "no body to read".
-            out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False
-        return out
-    # A JSON answer with no usable choice is an empty answer, not an unknown one.
+    if body is None:
+        return out  # no body to read
+    doc = _decode(body)
+    # A body arrived: from here on the answer is empty unless it says otherwise.
     out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False
+    out["no_answer"] = out["bad_body"] = False
+    if doc is _NOT_JSON:
+        out["bad_body"] = True
+        return out
+    if not isinstance(doc, dict):
+        out["no_answer"] = True
+        return out
     usage = doc.get("usage")
     if isinstance(usage, dict):
         out["prompt_tokens"] = _int_or_none(usage.get("prompt_tokens"))
         out["completion_tokens"] = _int_or_none(usage.get("completion_tokens"))
+        details = usage.get("completion_tokens_details")
+        if isinstance(details, dict):
+            out["reasoning_tokens"] = _int_or_none(details.get("reasoning_tokens"))
     choices = doc.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        out["no_answer"] = True  # choices: [], an error object, ...
         return out
     choice = choices[0]
-    out["finish_reason"] = choice.get("finish_reason") or None
+    finish = choice.get("finish_reason")
+    out["finish_reason"] = finish if isinstance(finish, str) and finish else None
     msg = choice.get("message")
     if not isinstance(msg, dict):
+        out["no_answer"] = True
         return out
-    content = msg.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    out["has_content"] = bool(content and str(content).strip())
-    out["has_tool_calls"] = bool(msg.get("tool_calls") or msg.get("function_call"))
+    out["has_content"] = not is_blank(_text(msg.get("content")))
+    out["has_tool_calls"] = _usable_tool_calls(msg)
     reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-    out["has_reasoning"] = bool(reasoning)
+    out["has_reasoning"] = (isinstance(reasoning, str) and not is_blank(reasoning)) or bool(
+        out["reasoning_tokens"] and out["reasoning_tokens"] > 0)
     return out
 
 
@@ -110,8 +148,17 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def requested_max_tokens(payload: Mapping[str, Any]) -> int | None:
+def status_or_none(status: Any) -> int | None:
+    """An HTTP status as an int in 100..599, or None for anything else."""
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        return status
+    return None
+
+
+def requested_max_tokens(payload: Any) -> int | None:
     """The completion cap a request asked for (``max_completion_tokens`` wins)."""
+    if not isinstance(payload, Mapping):
+        return None
     for key in ("max_completion_tokens", "max_tokens"):
         v = _int_or_none(payload.get(key))
         if v is not None:
@@ -119,13 +166,28 @@ def requested_max_tokens(payload: Mapping[str, Any]) -> int | None:
     return None
 
 
+def is_late(latency_ms: Any, caller_deadline_s: float | None = DEFAULT_CALLER_DEADLINE_S) -> bool | None:
+    """Whether a turn of ``latency_ms`` missed the caller's deadline (None: unknown)."""
+    if caller_deadline_s is None or not isinstance(latency_ms, (int, float)) or isinstance(latency_ms, bool):
+        return None
+    if latency_ms != latency_ms:  # NaN
+        return None
+    return latency_ms > caller_deadline_s * 1000
+
+
 def features_from_exchange(
     payload: Mapping[str, Any],
     status: int | None,
     body: Any,
     error: BaseException | str | None = None,
+    *,
+    latency_ms: int | None = None,
+    caller_deadline_s: float | None = DEFAULT_CALLER_DEADLINE_S,
 ) -> TurnFeatures:
     """Build the per-turn features from a live request payload and its answer.
+
+    Total: whatever the upstream sent (or ``send`` returned), this returns
+    features and never raises.
 
     Args:
         payload: the chat-completions request as sent upstream.
@@ -133,7 +195,13 @@ def features_from_exchange(
         body: the upstream answer body (bytes, str or parsed JSON).
         error: the exception raised by the transport, or the proxy's error text,
             when the call failed without an HTTP answer.
+        latency_ms: how long the turn took for the caller, when known.
+        caller_deadline_s: the caller's own deadline; an otherwise-ok answer
+            slower than this is ``late-200``. None: never late.
     """
+    if not isinstance(payload, Mapping):
+        payload = {}
+    status = status_or_none(status)
     error_kind: str | None = None
     if error is not None:
         if isinstance(error, BaseException):
@@ -144,7 +212,9 @@ def features_from_exchange(
                 status = parsed_status
     elif status is not None and not (200 <= status < 300):
         error_kind = ERROR_HTTP
-    answer = answer_summary(body) if status is not None and 200 <= status < 300 else None
+    answer = answer_summary(body) if status is not None and 200 <= status < 300 and error is None else None
+    if answer and answer["bad_body"]:
+        error_kind = ERROR_BAD_BODY
     return TurnFeatures(
         status=status,
         finish_reason=answer["finish_reason"] if answer else None,
@@ -155,5 +225,7 @@ def features_from_exchange(
         completion_tokens=answer["completion_tokens"] if answer else None,
         max_tokens=requested_max_tokens(payload),
         error_kind=error_kind,
+        no_answer=answer["no_answer"] if answer else None,
+        late=is_late(latency_ms, caller_deadline_s),
         evidence=LOGGED,
     )

@@ -13,6 +13,19 @@ new payload built from the original without mutating it:
 An opt-in second ladder handles ``length-with-no-content`` (seed 003): retry with a
 ``thinking_token_budget`` that leaves the answer its reserve, then with thinking off.
 
+Every enabled rung is reachable under the defaults (``max_attempts`` defaults to
+one call per rung plus the original). A rung that cannot be built from the
+payload (no transcript to finish, no ``max_tokens`` to size a thinking budget
+from, client junk the normalizer refuses) is skipped and recorded in
+``LadderResult.skipped``. With a caller ``deadline`` (absolute on ``clock``, or
+``time_left_s``), no rung starts with less than ``min_attempt_s`` left, the async
+runner cuts a rung off at the deadline, and an answer that arrives after it does
+not count as recovered: the outcome is ``deadline``.
+
+Whatever ``send`` returns (a malformed tuple, a junk status, any body) becomes an
+attempt with a class; only a transport exception on the *original* call
+propagates.
+
 The ladder is transport-agnostic: the caller passes ``send(payload) -> (status,
 headers, body)`` (a coroutine function for :func:`arun_ladder`). One state machine,
 :func:`_ladder_steps`, drives both the sync and the async runner, so the two cannot
@@ -27,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping
@@ -35,13 +49,14 @@ from .classify import (
     EMPTY_200_STOP,
     LENGTH_WITH_NO_CONTENT,
     OK,
+    OTHER_5XX,
     TIMEOUT,
     TOOL_HISTORY_5XX,
     TurnFeatures,
     decide,
 )
-from .features import answer_summary, features_from_exchange, requested_max_tokens
-from .normalize import normalize_thinking
+from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
+from .normalize import ClientRequestError, normalize_thinking
 
 ORIGINAL = "original"
 TOOL_CHOICE_NONE = "tool_choice_none"
@@ -76,11 +91,35 @@ RECOVERED = "recovered"
 EXHAUSTED = "exhausted"  # every rung was tried and failed
 ATTEMPT_LIMIT = "attempt-limit"  # max_attempts reached before the rungs ran out
 TIME_BUDGET = "time-budget"  # the total time budget ran out
+DEADLINE = "deadline"  # the caller's deadline left no time for the next rung (or passed during it)
 TRANSPORT_ERROR = "transport-error"  # a rung call raised; the upstream is unreachable
+
+#: Every outcome a LadderResult can carry.
+OUTCOMES: tuple[str, ...] = (NOT_TRIGGERED, RECOVERED, EXHAUSTED, ATTEMPT_LIMIT, TIME_BUDGET, DEADLINE,
+                             TRANSPORT_ERROR)
+
+#: Seconds a rung needs at least: none starts with less left before the deadline.
+DEFAULT_MIN_ATTEMPT_S = 1.0
 
 
 class BudgetExceeded(TimeoutError):
     """The ladder's total time budget ran out during a rung call (async runner)."""
+
+
+class DeadlineExceeded(BudgetExceeded):
+    """The caller's deadline passed during a rung call (async runner)."""
+
+
+class RungUnavailable(ValueError):
+    """A rung cannot be built from this payload; the ladder skips it.
+
+    ``rung`` names the rung and ``reason`` says why (logged in ``skipped``).
+    """
+
+    def __init__(self, rung: str, reason: str):
+        self.rung = rung
+        self.reason = reason
+        super().__init__(f"rung {rung} skipped: {reason}")
 
 
 Send = Callable[[dict], tuple]
@@ -101,6 +140,7 @@ class Attempt:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
+    no_answer: bool | None = None  # a 2xx JSON body with no usable choice (issue 13)
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as a JSON-ready dict (the ``ladder.attempts`` log shape)."""
@@ -123,6 +163,7 @@ class LadderResult:
     trigger: str | None = None
     recovered_at: str | None = None
     outcome: str = NOT_TRIGGERED
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def triggered(self) -> bool:
@@ -138,6 +179,7 @@ class LadderResult:
             "outcome": self.outcome,
             "recovered_at": self.recovered_at,
             "attempts": [a.to_dict() for a in self.attempts],
+            "skipped": [dict(x) for x in self.skipped],
         }
 
 
@@ -149,8 +191,8 @@ def _without_tools(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if k not in _TOOL_KEYS}
 
 
-def _with_final_prompt(messages: Any) -> list:
-    msgs = list(messages) if isinstance(messages, list) else []
+def _with_final_prompt(messages: list) -> list:
+    msgs = list(messages)
     msgs.append({"role": "user", "content": FINAL_ANSWER_PROMPT})
     return msgs
 
@@ -161,14 +203,37 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return json.dumps(content, ensure_ascii=False)
+        return "".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str)
+                       else "" if isinstance(p, dict) else _json_text(p) for p in content)
+    return _json_text(content)
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""  # not JSON (or nested past the encoder's stack): nothing readable
+
+
+def _calls_of(m: Mapping[str, Any]) -> list[dict]:
+    """An assistant message's tool calls as dicts; junk entries are dropped."""
+    calls = m.get("tool_calls")
+    if isinstance(calls, dict):
+        calls = [calls]
+    if not isinstance(calls, list) or not calls:
+        fc = m.get("function_call")
+        calls = [{"function": fc}] if fc else []
+    return [c for c in calls if isinstance(c, dict)]
 
 
 def flatten_messages(messages: Any) -> list:
     """Rewrite tool calls and tool results as plain chat messages.
 
-    Messages without tool structure are shared, not copied.
+    Messages without tool structure are shared, not copied. Malformed tool
+    structure (a string where calls belong, ``function`` as a string, ids that
+    are not strings) is read as far as it goes, never raised on.
     """
     if not isinstance(messages, list):
         return []
@@ -180,17 +245,22 @@ def flatten_messages(messages: Any) -> list:
             continue
         role = m.get("role")
         if role == "assistant" and (m.get("tool_calls") or m.get("function_call")):
-            calls = m.get("tool_calls") or [{"function": m.get("function_call")}]
             lines = [_text_of(m.get("content"))] if m.get("content") else []
-            for c in calls:
-                fn = (c or {}).get("function") or {}
-                name = fn.get("name", "tool")
-                if c and c.get("id"):
+            for c in _calls_of(m):
+                fn = c.get("function")
+                if isinstance(fn, str):
+                    fn = {"name": fn}
+                elif not isinstance(fn, dict):
+                    fn = {}
+                name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else "tool"
+                if isinstance(c.get("id"), str) and c["id"]:
                     names[c["id"]] = name
                 lines.append(f"[I called the tool {name} with arguments {_text_of(fn.get('arguments'))}]")
             out.append({"role": "assistant", "content": "\n".join(lines)})
         elif role in ("tool", "function"):
-            name = names.get(m.get("tool_call_id", ""), m.get("name") or "tool")
+            call_id = m.get("tool_call_id")
+            own = m.get("name") if isinstance(m.get("name"), str) and m.get("name") else "tool"
+            name = names.get(call_id, own) if isinstance(call_id, str) else own
             out.append({"role": "user", "content": f"[Result of the tool {name}]\n{_text_of(m.get('content'))}"})
         elif "tool_calls" in m or "function_call" in m or "tool_call_id" in m:
             # Empty leftovers (the ``tool_calls: []`` vLLM returns on a plain answer,
@@ -205,7 +275,19 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
     """Return the payload for one rung, built from ``payload`` without mutating it.
 
     ``model`` and ``answer_reserve`` are used only by the length rungs.
+
+    Raises:
+        RungUnavailable: the rung cannot be built from this payload (the ladder
+            skips it): ``final_answer``/``flatten_transcript`` without a
+            ``messages`` list; ``thinking_budget`` without a ``max_tokens`` to size
+            the budget from, or with no room for one; ``disable_thinking`` when
+            the payload's thinking keys are client junk.
+        ValueError: an unknown rung name.
     """
+    if rung not in ALL_RUNGS + LENGTH_RUNGS:
+        raise ValueError(f"unknown ladder rung {rung!r}; known: {ALL_RUNGS + LENGTH_RUNGS}")
+    if not isinstance(payload, Mapping):
+        raise RungUnavailable(rung, f"the payload is a {type(payload).__name__}, not an object")
     if rung == TOOL_CHOICE_NONE:
         out = {**payload, "tool_choice": "none"}
         if "functions" in payload or "function_call" in payload:
@@ -213,31 +295,51 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
         return out
     if rung == DROP_TOOLS:
         return _without_tools(payload)
-    if rung == FINAL_ANSWER:
+    if rung in (FINAL_ANSWER, FLATTEN_TRANSCRIPT):
+        messages = payload.get("messages")
+        if not isinstance(messages, list):
+            # A final-answer prompt with no transcript asks about nothing.
+            raise RungUnavailable(rung, "the payload has no messages list")
         out = _without_tools(payload)
-        out["messages"] = _with_final_prompt(payload.get("messages"))
-        return out
-    if rung == FLATTEN_TRANSCRIPT:
-        out = _without_tools(payload)
-        out["messages"] = _with_final_prompt(flatten_messages(payload.get("messages")))
+        out["messages"] = _with_final_prompt(messages if rung == FINAL_ANSWER else flatten_messages(messages))
         return out
     if rung == THINKING_BUDGET:
         max_tokens = requested_max_tokens(payload)
-        budget = max(0, (max_tokens or 0) - answer_reserve - 2)
+        if max_tokens is None:
+            # Without the client's cap there is nothing to size a budget from; a
+            # budget of 0 would silently mean "no thinking", which is the next rung.
+            raise RungUnavailable(rung, "the request has no max_tokens to size a thinking budget from")
+        budget = max_tokens - answer_reserve - 2
         asked = payload.get("thinking_token_budget")
         if isinstance(asked, int) and not isinstance(asked, bool) and 0 <= asked < budget:
             budget = asked  # never raise a budget the client set lower
+        if budget <= 0 and not (isinstance(asked, int) and asked == budget):
+            raise RungUnavailable(rung, f"max_tokens={max_tokens} leaves no thinking budget after the "
+                                        f"answer reserve of {answer_reserve}")
         return {**payload, "thinking_token_budget": budget}
-    if rung == DISABLE_THINKING:
-        out = normalize_thinking(payload, model or str(payload.get("model") or ""), False)
-        out.pop("thinking_token_budget", None)
-        return out
-    raise ValueError(f"unknown ladder rung {rung!r}; known: {ALL_RUNGS + LENGTH_RUNGS}")
+    # DISABLE_THINKING
+    name = model if isinstance(model, str) else payload.get("model")
+    try:
+        out = normalize_thinking(payload, name if isinstance(name, str) else "", False)
+    except ClientRequestError as exc:
+        raise RungUnavailable(rung, str(exc)) from exc
+    out.pop("thinking_token_budget", None)
+    return out
 
 
 def rung_payloads(payload: Mapping[str, Any], rungs: Iterable[str] = ALL_RUNGS) -> list[tuple[str, dict]]:
-    """Every rung's payload for ``payload``, in order (for dry runs and replays)."""
-    return [(r, build_rung(payload, r)) for r in rungs]
+    """Every rung's payload for ``payload``, in order (for dry runs and replays).
+
+    Rungs that cannot be built from this payload (:class:`RungUnavailable`) are
+    left out, as the ladder would skip them.
+    """
+    out = []
+    for r in rungs:
+        try:
+            out.append((r, build_rung(payload, r)))
+        except RungUnavailable:
+            continue
+    return out
 
 
 def ladder_trigger(features: TurnFeatures, *, length_recovery: bool = False) -> str | None:
@@ -259,9 +361,44 @@ def ladder_trigger(features: TurnFeatures, *, length_recovery: bool = False) -> 
 # ---------------------------------------------------------------------------
 # The state machine both runners drive
 
-# A step yields (rung, payload, seconds_left) and receives
-# (status, headers, body, latency_ms, exception_or_None).
+# A step yields (rung, payload, seconds_left, deadline_binds) and receives
+# (status, headers, body, latency_ms, exception_or_None) — already coerced by
+# _coerce_answer, so the state machine only ever sees well-typed answers.
 _Outcome = tuple[Any, Any, Any, int, BaseException | None]
+
+
+class MalformedAnswer(Exception):
+    """``send`` returned something that is not ``(status, headers, body)``."""
+
+
+def _coerce_answer(answer: Any) -> tuple[int | None, Any, Any]:
+    """``send``'s result as ``(status, headers, body)``; raises MalformedAnswer otherwise.
+
+    A status that is not an HTTP status code becomes None (no HTTP answer); the
+    headers and body are passed on as they are.
+    """
+    if not isinstance(answer, (tuple, list)) or len(answer) != 3:
+        raise MalformedAnswer(f"send returned {type(answer).__name__}, not (status, headers, body)")
+    status, headers, body = answer
+    if status_or_none(status) is None:
+        raise MalformedAnswer(f"send returned the status {_short_repr(status)}, not an HTTP status code")
+    return status, headers, body
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not break the ladder
+        text = f"<{type(value).__name__}>"
+    return text[:80]
+
+
+def _error_text(exc: BaseException) -> str:
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001
+        text = type(exc).__name__
+    return text[:500]
 
 
 def _ladder_steps(
@@ -269,14 +406,21 @@ def _ladder_steps(
     *,
     rungs: tuple[str, ...],
     length_recovery: bool,
-    max_attempts: int,
+    max_attempts: int | None,
     time_budget_s: float,
     answer_reserve: int,
     clock: Callable[[], float],
-) -> Generator[tuple[str, dict, float | None], _Outcome, LadderResult]:
-    status, headers, body, latency, exc = yield (ORIGINAL, payload, None)  # type: ignore[misc]
-    if exc is not None:
+    deadline: float | None,
+    min_attempt_s: float,
+) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
+    status, headers, body, latency, exc = yield (ORIGINAL, payload, None, False)  # type: ignore[misc]
+    if exc is not None and not isinstance(exc, MalformedAnswer):
         raise exc  # the original call failed in transport: the proxy's own error path handles it
+    if exc is not None:
+        # send answered, but not with an answer: an attempt with no HTTP status.
+        feats = features_from_exchange(payload, None, None, exc)
+        first = _attempt(ORIGINAL, feats, None, None, latency, exc, OTHER_5XX)
+        return LadderResult(status=None, headers=None, body=None, attempts=[first])
     feats = features_from_exchange(payload, status, body)
     first = _attempt(ORIGINAL, feats, status, body, latency, None)
     result = LadderResult(status=status, headers=headers, body=body, attempts=[first])
@@ -285,28 +429,54 @@ def _ladder_steps(
         return result
     result.trigger = trigger
     plan = LENGTH_RUNGS if trigger == LENGTH_WITH_NO_CONTENT else rungs
+    limit = max_attempts if max_attempts is not None else 1 + len(plan)
     started = clock()
     result.outcome = EXHAUSTED
     for rung in plan:
-        if len(result.attempts) >= max_attempts:
+        if len(result.attempts) >= limit:
             result.outcome = ATTEMPT_LIMIT
             break
-        left = time_budget_s - (clock() - started)
-        if left <= 0:
+        now = clock()
+        budget_left = time_budget_s - (now - started)
+        deadline_left = math.inf if deadline is None else deadline - now
+        if budget_left <= 0:
             result.outcome = TIME_BUDGET
             break
-        rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve)
-        status, headers, body, latency, exc = yield (rung, rung_payload, left)
+        if deadline_left < min_attempt_s:
+            result.outcome = DEADLINE  # this rung could not finish before the caller gives up
+            break
+        try:
+            rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve)
+        except RungUnavailable as skip:
+            result.skipped.append({"rung": rung, "reason": skip.reason})
+            continue
+        except Exception as bug:  # noqa: BLE001 - a payload no rung can read is skipped, not raised
+            result.skipped.append({"rung": rung, "reason": _error_text(bug)})
+            continue
+        binds = deadline_left <= budget_left
+        status, headers, body, latency, exc = yield (rung, rung_payload, min(budget_left, deadline_left), binds)
         if exc is not None:
-            cls = TIMEOUT if isinstance(exc, BudgetExceeded) else None
+            if isinstance(exc, BudgetExceeded):
+                f = features_from_exchange(rung_payload, None, None, exc)
+                result.attempts.append(_attempt(rung, f, None, None, latency, exc, TIMEOUT))
+                result.outcome = DEADLINE if isinstance(exc, DeadlineExceeded) else TIME_BUDGET
+                break
             f = features_from_exchange(rung_payload, None, None, exc)
+            cls = OTHER_5XX if isinstance(exc, MalformedAnswer) else None
             result.attempts.append(_attempt(rung, f, None, None, latency, exc, cls))
-            result.outcome = TIME_BUDGET if cls == TIMEOUT else TRANSPORT_ERROR
+            if isinstance(exc, MalformedAnswer):
+                continue  # send answered with junk: try the next rung
+            result.outcome = TRANSPORT_ERROR
             break
         f = features_from_exchange(rung_payload, status, body)
         att = _attempt(rung, f, status, body, latency, None)
         result.attempts.append(att)
         if att.incident_class == OK:
+            if deadline is not None and clock() > deadline:
+                # Too late for the caller (the sync runner cannot cut a call off):
+                # the client never sees this answer, so it is not a recovery.
+                result.outcome = DEADLINE
+                break
             result.status, result.headers, result.body = status, headers, body
             result.recovered_at = rung
             result.outcome = RECOVERED
@@ -326,21 +496,50 @@ def _attempt(rung: str, f: TurnFeatures, status, body, latency_ms: int, exc, cls
         has_tool_calls=summary.get("has_tool_calls"),
         prompt_tokens=summary.get("prompt_tokens"),
         completion_tokens=summary.get("completion_tokens"),
-        error=None if exc is None else f"{type(exc).__name__}: {exc}"[:500],
+        error=None if exc is None else _error_text(exc),
+        no_answer=summary.get("no_answer"),
     )
 
 
-def _check_bounds(max_attempts: int, time_budget_s: float) -> None:
-    if not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ValueError(f"max_attempts must be a positive integer, got {max_attempts!r}")
-    if time_budget_s <= 0:
-        raise ValueError(f"time_budget_s must be positive, got {time_budget_s!r}")
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_bounds(max_attempts: Any, time_budget_s: Any, answer_reserve: Any = 0, deadline: Any = None,
+                  time_left_s: Any = None, min_attempt_s: Any = DEFAULT_MIN_ATTEMPT_S) -> None:
+    """Reject ladder settings that cannot mean what they say (NaN budgets, 0 attempts, ...)."""
+    if max_attempts is not None and (not isinstance(max_attempts, int) or isinstance(max_attempts, bool)
+                                     or max_attempts < 1):
+        raise ValueError(f"max_attempts must be a positive integer or None, got {max_attempts!r}")
+    # NaN compares false with everything, so `NaN <= 0` would let it through as "no budget".
+    if not _is_number(time_budget_s) or math.isnan(time_budget_s) or time_budget_s <= 0:
+        raise ValueError(f"time_budget_s must be a positive number of seconds (inf: no bound), got {time_budget_s!r}")
+    if not isinstance(answer_reserve, int) or isinstance(answer_reserve, bool) or answer_reserve < 0:
+        raise ValueError(f"answer_reserve must be a non-negative integer, got {answer_reserve!r}")
+    if deadline is not None and (not _is_number(deadline) or not math.isfinite(deadline)):
+        raise ValueError(f"deadline must be a finite time on the ladder's clock, got {deadline!r}")
+    if time_left_s is not None and (not _is_number(time_left_s) or math.isnan(time_left_s)):
+        raise ValueError(f"time_left_s must be a number of seconds, got {time_left_s!r}")
+    if not _is_number(min_attempt_s) or not math.isfinite(min_attempt_s) or min_attempt_s < 0:
+        raise ValueError(f"min_attempt_s must be a non-negative number of seconds, got {min_attempt_s!r}")
+
+
+def _deadline_of(deadline: float | None, time_left_s: float | None, clock: Callable[[], float]) -> float | None:
+    """The absolute deadline on ``clock``: the earlier of the two forms given."""
+    candidates = [d for d in (deadline, None if time_left_s is None else clock() + time_left_s) if d is not None]
+    return min(candidates) if candidates else None
 
 
 def _rungs_for(flatten: bool, rungs: Iterable[str] | None) -> tuple[str, ...]:
-    if rungs is not None:
-        return tuple(rungs)
-    return ALL_RUNGS if flatten else DEFAULT_RUNGS
+    if rungs is None:
+        return ALL_RUNGS if flatten else DEFAULT_RUNGS
+    if isinstance(rungs, str):
+        raise ValueError(f"rungs must be a sequence of rung names, got the string {rungs!r}")
+    out = tuple(rungs)
+    unknown = [r for r in out if r not in ALL_RUNGS + LENGTH_RUNGS]
+    if unknown:
+        raise ValueError(f"unknown ladder rung(s) {unknown!r}; known: {ALL_RUNGS + LENGTH_RUNGS}")
+    return out
 
 
 def run_ladder(
@@ -350,9 +549,12 @@ def run_ladder(
     flatten: bool = False,
     rungs: Iterable[str] | None = None,
     length_recovery: bool = False,
-    max_attempts: int = 4,
+    max_attempts: int | None = None,
     time_budget_s: float = 120.0,
     answer_reserve: int = 256,
+    deadline: float | None = None,
+    time_left_s: float | None = None,
+    min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
 ) -> LadderResult:
     """Send ``payload``; if the answer triggers the ladder, retry down the rungs.
@@ -360,37 +562,49 @@ def run_ladder(
     Args:
         payload: the chat-completions request (not mutated).
         send: ``send(payload) -> (status, headers, body)``; may raise on transport
-            failure. An exception on the original call propagates unchanged.
+            failure. An exception on the original call propagates unchanged; any
+            other result, however malformed, is classified and never raised on.
         flatten: also try the opt-in ``flatten_transcript`` rung.
         rungs: an explicit rung order (overrides ``flatten``).
         length_recovery: also retry ``length-with-no-content`` (thinking budget,
             then thinking off).
-        max_attempts: upstream calls at most, the original included.
+        max_attempts: upstream calls at most, the original included; None (the
+            default) allows one call per enabled rung, so every rung is reachable.
         time_budget_s: seconds the retries may take in all, counted from the
-            original answer (the original call has the proxy's own timeout). The
-            sync runner cannot interrupt a running ``send``; it starts no rung
-            after the budget is spent.
+            original answer (the original call has the proxy's own timeout); a
+            positive number, ``math.inf`` for no bound (NaN is refused).
         answer_reserve: tokens kept for the visible answer by the
             ``thinking_budget`` rung.
+        deadline: when the caller gives up, on ``clock``'s timeline (e.g.
+            ``time.monotonic()`` at the request's arrival + 300).
+        time_left_s: the same as seconds the caller has left now; with both, the
+            earlier wins.
+        min_attempt_s: no rung starts with less than this left before the
+            deadline (outcome ``deadline``).
         clock: a monotonic clock in seconds (injectable for tests).
+
+    The sync runner cannot interrupt a running ``send``: it starts no rung past
+    the budget or the deadline, and an answer that arrives after the deadline is
+    not a recovery.
 
     Returns:
         A :class:`LadderResult`: the answer to pass on and every attempt made.
     """
-    _check_bounds(max_attempts, time_budget_s)
+    _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
-                          answer_reserve=answer_reserve, clock=clock)
+                          answer_reserve=answer_reserve, clock=clock,
+                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s)
     try:
-        rung, body_payload, _left = next(steps)
+        rung, body_payload, _left, _binds = next(steps)
         while True:
             t0 = clock()
             try:
-                status, headers, body = send(body_payload)
+                status, headers, body = _coerce_answer(send(body_payload))
                 outcome: _Outcome = (status, headers, body, _ms(clock() - t0), None)
             except Exception as exc:  # noqa: BLE001 - every transport failure is an attempt
                 outcome = (None, None, None, _ms(clock() - t0), exc)
-            rung, body_payload, _left = steps.send(outcome)
+            rung, body_payload, _left, _binds = steps.send(outcome)
     except StopIteration as stop:
         return stop.value
 
@@ -402,40 +616,50 @@ async def arun_ladder(
     flatten: bool = False,
     rungs: Iterable[str] | None = None,
     length_recovery: bool = False,
-    max_attempts: int = 4,
+    max_attempts: int | None = None,
     time_budget_s: float = 120.0,
     answer_reserve: int = 256,
+    deadline: float | None = None,
+    time_left_s: float | None = None,
+    min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
 ) -> LadderResult:
     """The async :func:`run_ladder`: ``send`` is a coroutine function.
 
-    Each rung call is cancelled when the remaining time budget runs out, so the
-    budget is a hard bound here.
+    Each rung call is cancelled when the remaining time budget or the caller's
+    deadline runs out, so both are hard bounds here.
     """
-    _check_bounds(max_attempts, time_budget_s)
+    _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
-                          answer_reserve=answer_reserve, clock=clock)
+                          answer_reserve=answer_reserve, clock=clock,
+                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s)
     try:
-        rung, body_payload, left = next(steps)
+        rung, body_payload, left, binds = next(steps)
         while True:
             t0 = clock()
             try:
                 call = send(body_payload)
-                if left is None:
-                    status, headers, body = await call
+                if left is None or math.isinf(left):
+                    answer = await call
                 else:
                     try:
-                        status, headers, body = await asyncio.wait_for(call, left)
+                        answer = await asyncio.wait_for(call, left)
                     except asyncio.TimeoutError as exc:
-                        raise BudgetExceeded(f"ladder time budget ran out after {_ms(clock() - t0)} ms") from exc
+                        kind = DeadlineExceeded if binds else BudgetExceeded
+                        what = "the caller's deadline passed" if binds else "ladder time budget ran out"
+                        raise kind(f"{what} after {_ms(clock() - t0)} ms") from exc
+                status, headers, body = _coerce_answer(answer)
                 outcome: _Outcome = (status, headers, body, _ms(clock() - t0), None)
             except Exception as exc:  # noqa: BLE001 - every transport failure is an attempt
                 outcome = (None, None, None, _ms(clock() - t0), exc)
-            rung, body_payload, left = steps.send(outcome)
+            rung, body_payload, left, binds = steps.send(outcome)
     except StopIteration as stop:
         return stop.value
 
 
 def _ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    try:
+        return int(round(seconds * 1000))
+    except (OverflowError, ValueError):  # a clock that returned inf/NaN
+        return 0

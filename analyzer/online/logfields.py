@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .classify import decide
-from .features import answer_summary, features_from_exchange, has_tool_history, requested_max_tokens
+from .classify import DEFAULT_CALLER_DEADLINE_S, decide
+from .features import answer_summary, features_from_exchange, has_tool_history, requested_max_tokens, status_or_none
 from .ladder import LadderResult
 
 #: Bumped when the shape of :func:`log_fields` changes; the analyzer reads it.
-LOG_FIELDS_VERSION = 1
+#: 2: ``ladder.skipped``, the ``deadline`` outcome, and the classes of issue 13.
+LOG_FIELDS_VERSION = 2
 
 
 def log_fields(
@@ -19,6 +20,8 @@ def log_fields(
     ladder: LadderResult | None = None,
     *,
     error: BaseException | str | None = None,
+    latency_ms: int | None = None,
+    caller_deadline_s: float | None = DEFAULT_CALLER_DEADLINE_S,
 ) -> dict[str, Any]:
     """The fields to merge into the proxy's response record for one turn.
 
@@ -27,6 +30,9 @@ def log_fields(
     ``ladder`` result, ``incident_class`` is the class of the *original* answer —
     the incident that happened — and ``ladder`` holds every attempt, so "5xx with
     tool history, recovered at rung k" reads apart from "every rung failed".
+    ``latency_ms`` (the turn's duration for the caller) and ``caller_deadline_s``
+    make an otherwise-ok answer slower than the deadline ``late-200``. Total:
+    never raises on what the upstream sent.
 
     Shape (every key always present; JSON-serializable)::
 
@@ -38,19 +44,25 @@ def log_fields(
         tool_history        bool         tool messages/calls anywhere in the prompt
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
+        caller_deadline_s   float | null the deadline ``late-200`` was judged by
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
                                             latency_ms, finish_reason, has_content,
                                             has_tool_calls, prompt_tokens,
-                                            completion_tokens, error}]}
+                                            completion_tokens, error}],
+                                            skipped: [{rung, reason}]}
     """
-    final = features_from_exchange(payload, status, body, error)
+    if not isinstance(payload, Mapping):
+        payload = {}
+    status = status_or_none(status)
+    final = features_from_exchange(payload, status, body, error, latency_ms=latency_ms,
+                                   caller_deadline_s=caller_deadline_s)
     final_class = decide(final).incident_class
-    if ladder is not None and ladder.attempts:
+    if ladder is not None and ladder.triggered and ladder.attempts:
         incident_class = ladder.attempts[0].incident_class
     else:
         incident_class = final_class
-    summary = answer_summary(body) if status is not None and 200 <= status < 300 else {}
+    summary = answer_summary(body) if status is not None and 200 <= status < 300 and error is None else {}
     budget = payload.get("thinking_token_budget")
     return {
         "log_fields_version": LOG_FIELDS_VERSION,
@@ -61,5 +73,6 @@ def log_fields(
         "tool_history": has_tool_history(payload.get("messages")),
         "incident_class": incident_class,
         "final_class": final_class,
+        "caller_deadline_s": caller_deadline_s,
         "ladder": ladder.to_log() if ladder is not None else None,
     }

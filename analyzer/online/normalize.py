@@ -13,7 +13,20 @@ THINKING_KEYS: dict[str, tuple[str, ...]] = {
     "deepseek": ("thinking",),
     "kimi": ("thinking",),
 }
-# Families whose template drops earlier turns' reasoning unless told not to.
+# Families whose chat template has a ``clear_thinking`` switch for the reasoning
+# of earlier turns. GLM-5's template (zai-org/GLM-5 chat_template.jinja, mirrored
+# line for line in PrimeIntellect-ai/renderers, renderers/glm5.py and
+# renderers/configs.py, found with public code search) re-renders a past
+# assistant turn's reasoning when
+#     ((clear_thinking is defined and not clear_thinking)
+#       or loop.index0 > ns.last_user_index) and reasoning_content is defined
+# so ``clear_thinking: false`` replays *every* earlier turn's <think> block into
+# the prompt, which grows with the session; left undefined (GLM-5 to 5.2) only
+# the current tool cycle's reasoning is kept. GLM-5.3's template flips the
+# default (``clear_thinking if clear_thinking is defined else false``), so the
+# normalizer sends ``clear_thinking: true`` explicitly: the current cycle's
+# reasoning stays (the gate's second half), earlier turns' is dropped, on every
+# template revision.
 CLEAR_THINKING_FAMILIES = frozenset({"glm"})
 
 # Tokens a budgeted answer spends beyond the thinking span: the forced </think>
@@ -21,24 +34,40 @@ CLEAR_THINKING_FAMILIES = frozenset({"glm"})
 BUDGET_OVERHEAD_TOKENS = 2
 
 
-class ThinkingBudgetError(ValueError):
-    """A ``thinking_token_budget`` (or its ``max_tokens``) the contract rejects.
+class ClientRequestError(ValueError):
+    """A client request field this module refuses (answer the client with a 400).
 
-    Raised before any model call. ``field`` names the offending request field and
-    ``value`` holds what was sent.
+    Raised before any model call by :func:`normalize_thinking` and
+    :func:`validate_thinking_budget`; the only exception either raises on client
+    input. ``field`` names the offending request field and ``value`` holds what
+    was sent.
     """
 
     def __init__(self, field: str, value: Any, reason: str):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}={value!r} rejected: {reason}")
+        super().__init__(f"{field}={_short(value)} rejected: {reason}")
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a client value with a broken repr
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class ThinkingBudgetError(ClientRequestError):
+    """A ``thinking_token_budget`` (or its ``max_tokens``) the contract rejects."""
 
 
 def thinking_family(model: str, families: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
     """The thinking-key family of a model name (``glm-5`` -> ``glm``), or None."""
     table = THINKING_KEYS if families is None else families
-    name = (model or "").lower().rsplit("/", 1)[-1]
+    if not isinstance(model, str):
+        return None
+    name = model.lower().rsplit("/", 1)[-1]
     # A name that starts with a family wins over one that merely contains another
     # (``deepseek-r1-distill-qwen`` is deepseek, not qwen).
     for family in table:
@@ -60,26 +89,37 @@ def normalize_thinking(
     """Return a payload whose ``chat_template_kwargs`` switch thinking as asked.
 
     GLM gets ``enable_thinking`` and ``thinking`` set to the same value, plus
-    ``clear_thinking: false`` when enabled; other families get their own key from
-    ``families`` (default :data:`THINKING_KEYS`; pass a dict to extend it). With
-    ``enabled=None`` (the client did not ask) or an unknown family, the payload's
-    thinking settings are left as they are. The input is never mutated.
+    ``clear_thinking: true`` (earlier turns' reasoning is not replayed into the
+    prompt; see :data:`CLEAR_THINKING_FAMILIES`); other families get their own key
+    from ``families`` (default :data:`THINKING_KEYS`; pass a dict to extend it).
+    With ``enabled=None`` (the client did not ask) or an unknown family (or a
+    ``model`` that is not a string), the payload's thinking settings are left as
+    they are. The input is never mutated.
+
+    Raises:
+        ClientRequestError: ``payload`` is not an object, ``enabled`` is not a
+            boolean or None, or ``chat_template_kwargs`` must be written into but
+            is not an object (a string, list or number from the client).
     """
+    if not isinstance(payload, Mapping):
+        raise ClientRequestError("payload", payload, "a chat-completions request must be a JSON object")
     out = dict(payload)
     if enabled is None:
         return out
+    if not isinstance(enabled, bool):
+        raise ClientRequestError("enable_thinking", enabled, "must be true, false or null")
     table = THINKING_KEYS if families is None else families
     family = thinking_family(model, table)
     if family is None:
         return out
-    kwargs = dict(payload.get("chat_template_kwargs") or {})
+    current = payload.get("chat_template_kwargs")
+    if current is not None and not isinstance(current, Mapping):
+        raise ClientRequestError("chat_template_kwargs", current, "must be an object")
+    kwargs = dict(current or {})
     for key in table[family]:
-        kwargs[key] = bool(enabled)
+        kwargs[key] = enabled
     if family in CLEAR_THINKING_FAMILIES:
-        if enabled:
-            kwargs["clear_thinking"] = False
-        else:
-            kwargs.pop("clear_thinking", None)
+        kwargs["clear_thinking"] = True
     out["chat_template_kwargs"] = kwargs
     return out
 
@@ -106,7 +146,14 @@ def validate_thinking_budget(
             budget above ``max_budget`` or ``max_tokens``, or a budget that leaves
             fewer than ``answer_reserve`` tokens for the visible answer
             (``max_tokens - budget - 2``: the end marker and the stop token).
+            Any client value gets this error or a result, never another exception.
+        ValueError: ``answer_reserve`` or ``max_budget`` (the operator's settings)
+            is not a non-negative integer.
     """
+    if not _is_int(answer_reserve) or answer_reserve < 0:
+        raise ValueError(f"answer_reserve must be a non-negative integer, got {answer_reserve!r}")
+    if max_budget is not None and (not _is_int(max_budget) or max_budget < 0):
+        raise ValueError(f"max_budget must be a non-negative integer or None, got {max_budget!r}")
     if budget is None or (_is_int(budget) and budget == -1):
         return None
     if not _is_int(budget):
@@ -161,6 +208,6 @@ def anthropic_stop_reason(finish_reason: str | None, saw_tool_calls: bool) -> st
     """
     if saw_tool_calls:
         return "tool_use"
-    if not finish_reason:
+    if not finish_reason or not isinstance(finish_reason, str):
         return None
     return _STOP_REASONS.get(finish_reason.lower())

@@ -44,7 +44,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from analyzer.online import (
-    ThinkingBudgetError,
+    ClientRequestError,
     arun_ladder,
     log_fields,
     normalize_thinking,
@@ -55,34 +55,47 @@ KEPT_HEADERS = ("retry-after", "x-ratelimit-remaining", "x-request-id", "server"
 
 
 def answer_fields(status: int, headers: Any, body: bytes) -> dict:
-    """What the proxy's response record already says about an upstream answer."""
+    """What the proxy's response record already says about an upstream answer.
+
+    The upstream controls every byte of it, so nothing here may raise.
+    """
     if not 200 <= status < 300:
         kept = {k: headers[k] for k in KEPT_HEADERS if k in headers}
         return {"error": f"Provider returned {status}: {body.decode(errors='replace')[:1000]}",
                 **({"upstream_headers": kept} if kept else {})}
-    doc = json.loads(body)
-    msg = (doc.get("choices") or [{}])[0].get("message") or {}
-    reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
-    content = msg.get("content") or ""
-    out = {"has_content": bool(content), "has_tool_calls": bool(msg.get("tool_calls")),
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # an empty or non-JSON 200: the client gets a 502
+        return {"error": f"{type(exc).__name__}: {exc}"[:1000]}
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return {}  # a 200 with no usable answer (choices: [], an error object): nothing to describe
+    msg = choices[0].get("message")
+    if not isinstance(msg, dict):
+        return {}
+    text = lambda v: v if isinstance(v, str) else ""  # noqa: E731 - content can be anything
+    content, reasoning = text(msg.get("content")), text(msg.get("reasoning_content") or msg.get("reasoning"))
+    calls = [c for c in msg.get("tool_calls") or [] if isinstance(c, dict)] \
+        if isinstance(msg.get("tool_calls"), list) else []
+    out = {"has_content": bool(content), "has_tool_calls": bool(calls),
            "has_reasoning_content": bool(reasoning), "content": content, "content_preview": content[:200],
-           "reasoning_content_preview": reasoning[:200]}
-    if msg.get("tool_calls"):
-        out["tool_calls"] = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments", "")}
-                             for c in msg["tool_calls"]]
-    if "usage" in doc:
+           "reasoning_content": reasoning[:4000], "reasoning_content_preview": reasoning[:200]}
+    if calls:
+        fns = [c["function"] if isinstance(c.get("function"), dict) else {} for c in calls]
+        out["tool_calls"] = [{"name": text(f.get("name")), "arguments": text(f.get("arguments"))} for f in fns]
+    if isinstance(doc.get("usage"), dict):
         out["tokens"] = doc["usage"]
     return out
 
 
 def create_app(upstream_url: str, log_path: str, *, flatten: bool = False, length_recovery: bool = False,
-               max_attempts: int = 4, time_budget_s: float = 60.0, answer_reserve: int = 256,
-               timeout_s: float = 600.0) -> FastAPI:
+               max_attempts: int | None = None, time_budget_s: float = 60.0, caller_deadline_s: float = 300.0,
+               answer_reserve: int = 256, timeout_s: float = 600.0, connect_timeout_s: float = 30.0) -> FastAPI:
     """A proxy that runs every chat completion through the fallback ladder."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s)) as client:
             app.state.http = client
             yield
 
@@ -95,27 +108,35 @@ def create_app(upstream_url: str, log_path: str, *, flatten: bool = False, lengt
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
-        body = await request.json()
         started = time.monotonic()
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):  # request validation: like the real proxy, no record
+            return JSONResponse({"error": {"message": "the request must be a JSON object"}}, status_code=400)
         enabled = body.pop("enable_thinking", None)  # the client's switch, not an upstream field
         ids = {"type": "request", "request_id": uuid.uuid4().hex[:8], "session_id": body.pop("user", None),
                "client": request.headers.get("x-client"), "provider": "nrp", "model": body.get("model"),
                "origin": request.headers.get("origin")}
-        messages = body.get("messages") or []
-        write({**ids, "message_count": len(messages), "tools_count": len(body.get("tools") or []),
+        count = lambda v: len(v) if isinstance(v, list) else 0  # noqa: E731
+        write({**ids, "message_count": count(body.get("messages")), "tools_count": count(body.get("tools")),
                "enable_thinking": enabled})
         ids["type"] = "response"
 
-        def log_response(fields: dict, extra: dict) -> None:
-            write({**ids, "latency_ms": int((time.monotonic() - started) * 1000), **fields, **extra})
+        def log_response(fields: dict, payload: dict, status, answer, ladder=None, error=None) -> None:
+            ms = int((time.monotonic() - started) * 1000)
+            extra = log_fields(payload, status, answer, ladder, error=error, latency_ms=ms,
+                               caller_deadline_s=caller_deadline_s)
+            write({**ids, "latency_ms": ms, **fields, **extra})
 
         # 1. Normalize before any model call: thinking keys, then the budget contract.
-        payload = normalize_thinking(body, body.get("model") or "", enabled)
         try:
+            payload = normalize_thinking(body, body.get("model") or "", enabled)
             validate_thinking_budget(payload.get("thinking_token_budget"), payload.get("max_tokens"),
                                      answer_reserve)
-        except ThinkingBudgetError as exc:  # refused here: no upstream status, class client-error
-            log_response({"error": f"{type(exc).__name__}: {exc}"}, log_fields(payload, None, None, error=exc))
+        except ClientRequestError as exc:  # refused here: no upstream status, class client-error
+            log_response({"error": f"{type(exc).__name__}: {exc}"}, body, None, None, error=exc)
             return JSONResponse({"error": {"message": str(exc), "param": exc.field}}, status_code=400)
 
         # 2. The ladder: `send` is the only transport code.
@@ -126,17 +147,19 @@ def create_app(upstream_url: str, log_path: str, *, flatten: bool = False, lengt
         try:
             ladder = await arun_ladder(payload, send, flatten=flatten, length_recovery=length_recovery,
                                        max_attempts=max_attempts, time_budget_s=time_budget_s,
-                                       answer_reserve=answer_reserve)
+                                       answer_reserve=answer_reserve, deadline=started + caller_deadline_s)
         except httpx.HTTPError as exc:  # the original call failed in transport
             ms = int((time.monotonic() - started) * 1000)
             timed_out = isinstance(exc, httpx.TimeoutException)
             text = f"Request timed out after {ms}ms" if timed_out else f"{type(exc).__name__}: {exc}"
-            log_response({"error": text}, log_fields(payload, None, None, error=exc))
+            log_response({"error": text}, payload, None, None, error=exc)
             return JSONResponse({"error": {"message": text}}, status_code=504 if timed_out else 502)
 
         # 3. Pass the answer on; log it with the ladder's fields merged in.
-        log_response(answer_fields(ladder.status, ladder.headers, ladder.body),
-                     log_fields(payload, ladder.status, ladder.body, ladder))
+        fields = answer_fields(ladder.status, ladder.headers, ladder.body)
+        log_response(fields, payload, ladder.status, ladder.body, ladder)
+        if 200 <= ladder.status < 300 and "error" in fields:  # a 200 that is not JSON
+            return JSONResponse({"error": {"message": fields["error"]}}, status_code=502)
         return Response(ladder.body, status_code=ladder.status, media_type=ladder.headers.get("content-type"))
 
     return app
