@@ -105,9 +105,11 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
     """What the proxy itself says: records it lost, slow-completion warnings, and the per-replica line."""
     lost = summary.get("lost_records")
     if lost and lost["events"]:
-        kinds = ", ".join(f"{r['kind']} {r['lost']:,} ({r['events']:,} line(s))" for r in lost["by_kind"])
         style = "yellow" if lost["total"] else "dim"
-        out.print(f"[{style}]the proxy says it lost {lost['total']:,} record(s)[/] in this period: {escape(kinds)}")
+        out.print(f"[{style}]the proxy says it lost {lost['total']:,} record(s)[/] in this period "
+                  "(its own log lines, every model):")
+        for r in lost["by_kind"]:
+            out.print(f"  {r['kind']}: {r['lost']:,} lost in {r['events']:,} line(s) ({escape(r['meaning'])})")
     if lost and lost["note"]:
         out.print(f"  note: {escape(lost['note'])}")
     slow = summary.get("slow_completions")
