@@ -100,17 +100,19 @@ def _say_skipped(report: IngestReport) -> None:
     A run that read some files and skipped others succeeds (exit 0): a cron job
     should not fail every night over a stray file in the log folder, and the
     skipped files are listed in the summary and kept in ``skipped_files``.
-    ``--strict`` makes such a run exit 7 after committing the good files.
+    ``--strict`` makes such a run exit 8 after committing the good files.
     """
+    from .oncall import terminal_text as tt  # paths are untrusted: no control characters reach the terminal
+
     for s in report.skipped_files:
-        print(f"analyze: warning: skipped {s['path']}: {s['reason']}", file=sys.stderr)
+        print(f"analyze: warning: skipped {tt(s['path'])}: {tt(s['reason'])}", file=sys.stderr)
     for n in report.notes:
-        print(f"analyze: note: {n['path']}: {n['note']}", file=sys.stderr)
+        print(f"analyze: note: {tt(n['path'])}: {tt(n['note'])}", file=sys.stderr)
     read = report.files_ingested + report.files_unchanged + report.files_resumed + len(report.metric_files)
     if report.skipped_files and not read:
         first = report.skipped_files[0]
         more = f" (and {len(report.skipped_files) - 1} more)" if len(report.skipped_files) > 1 else ""
-        raise InputError(f"{first['path']}: {first['reason']}{more}; nothing was ingested")
+        raise InputError(f"{tt(first['path'])}: {tt(first['reason'])}{more}; nothing was ingested")
 
 
 def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until) -> list:

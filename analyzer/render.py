@@ -35,6 +35,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
             f"{ing['new_records']:,} new records, {ing['duplicates']:,} duplicates skipped, "
             f"{ing['quarantined']:,} lines quarantined"
         )
+    print_skipped_files(summary, out)
 
     models = Table(title="Turns and sessions per model", title_justify="left")
     for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder-addressable", "sessions ended on failure"):
@@ -59,16 +60,74 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if summary["quarantined_lines"]:
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined[/], e.g.:")
         for s in summary["quarantine_samples"]:
-            out.print(f"  {s['path']}:{s['line_no']}: {s['reason']}", markup=False)
+            out.print(f"  {safe_text(s['path'])}:{s['line_no']}: {safe_text(s['reason'])}", markup=False)
     note = summary["metrics"]["note"]
     if note:
         out.print(f"[yellow]note:[/] {note}")
     print_episodes(summary["metrics"].get("episodes") or [], out)
+    print_proxy_health(summary, out)
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
     from .summary import print_oncall
 
     print_oncall(summary.get("oncall"), out)
+
+
+def safe_text(value: Any, limit: int | None = None) -> str:
+    """Log text (a path, a reason, a pod name) for the terminal: control characters shown as
+    ``\\xNN`` (:func:`analyzer.oncall.terminal_text`), rich markup escaped."""
+    from .oncall import terminal_text
+
+    return escape(terminal_text(value, limit))
+
+
+#: Skipped files listed one by one; the rest are counted.
+SKIPPED_SHOWN = 20
+
+
+def print_skipped_files(summary: dict[str, Any], out: Console) -> None:
+    """The files this run skipped (path and reason), and how many the database keeps in ``skipped_files``."""
+    skipped = (summary.get("ingest") or {}).get("skipped_files") or []
+    kept = (summary.get("skipped_files") or {}).get("kept", 0)
+    if skipped:
+        out.print(f"[yellow]skipped {len(skipped):,} file(s)[/] that could not be read as logs "
+                  "(the other files were read):")
+        for s in skipped[:SKIPPED_SHOWN]:
+            out.print(f"  {safe_text(s['path'])}: {safe_text(s['reason'])}")
+        if len(skipped) > SKIPPED_SHOWN:
+            out.print(f"  ... and {len(skipped) - SKIPPED_SHOWN:,} more (--json lists them all)")
+    if kept:
+        out.print(f"the database keeps {kept:,} skipped file(s) in skipped_files "
+                  "(analyze sql 'SELECT * FROM skipped_files')")
+
+
+def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
+    """What the proxy itself says: records it lost, slow-completion warnings, and the per-replica line."""
+    lost = summary.get("lost_records")
+    if lost and lost["events"]:
+        style = "yellow" if lost["total"] else "dim"
+        out.print(f"[{style}]the proxy says it lost {lost['total']:,} record(s)[/] in this period "
+                  "(its own log lines, every model):")
+        for r in lost["by_kind"]:
+            out.print(f"  {r['kind']}: {r['lost']:,} lost in {r['events']:,} line(s) ({escape(r['meaning'])})")
+    if lost and lost["note"]:
+        out.print(f"  note: {escape(lost['note'])}")
+    slow = summary.get("slow_completions")
+    if slow and (slow["warnings"] or slow["turns_flagged"]):
+        models = ", ".join(f"{safe_text(r['model'])} {r['warnings']:,}" for r in slow["by_model"] if r["warnings"])
+        out.print(f"{slow['warnings']:,} slow-completion warning(s)" + (f" ({models})" if models else "")
+                  + f", flagging {slow['turns_flagged']:,} turn(s) (slow_turns.slow_warning): "
+                  "a flag, not a failure")
+    replicas = summary.get("replicas") or []
+    if replicas:
+        t = Table(title="Per proxy replica (proxy_pod)", title_justify="left")
+        for col in ("replica", "turns", "failed", "failure rate", "slow warnings", "lost records"):
+            t.add_column(col, justify="left" if col == "replica" else "right")
+        for r in replicas:
+            t.add_row(safe_text(r["proxy_pod"]) if r["proxy_pod"] is not None else "(not said)",
+                      f"{r['turns']:,}", f"{r['failed']:,}", _pct(r["failure_rate"]),
+                      f"{r['slow_warnings']:,}", f"{r['lost_records']:,}")
+        out.print(t)
 
 
 def print_sizing(s: dict[str, Any], out: Console) -> None:

@@ -142,6 +142,10 @@ def build_summary(
         "quarantine_samples": samples,
         "sizing": sizing,
         "oncall": oncall_summary(con, models=models, since=since, until=until) if with_oncall else None,
+        "skipped_files": skipped_files_summary(con),
+        "lost_records": lost_records_summary(con, since=since, until=until),
+        "slow_completions": slow_completions_summary(con, models=models, since=since, until=until),
+        "replicas": replicas_summary(con, since=since, until=until),
         "metrics": {
             "episodes": wedged_episodes(con, models=models, since=since, until=until) if n_windows else [],
             "samples": n_samples,
@@ -151,6 +155,174 @@ def build_summary(
             else "no metrics given: wedged-pod and pod-down cannot be told apart from other failures (use --metrics)",
         },
     }
+
+
+# ---------------------------------------------------------------------------
+# What the inputs and the proxy itself say: skipped files, lost records, slow
+# completions, replicas (issue 11). Each reads the summary's filters; the
+# per-replica figures read the `summary_turns` table build_summary made.
+
+#: What each kind of proxy_events line means, for the lines that say records were lost.
+LOST_KINDS: dict[str, str] = {
+    "buffer-dropped": "the S3 buffer overflowed during an outage and dropped its oldest records",
+    "logging-imbalance": "a flush window logged fewer responses than requests (the shortfall)",
+    "log-response-failed": "log_response raised: that response record was not written",
+    "log-request-failed": "log_request raised: that request record was not written",
+    "flush-failed": "an S3 flush failed; its records were re-queued (lost only if the buffer then overflowed)",
+    "log-failures": "the proxy's alarm after repeated logging failures (already counted line by line)",
+}
+
+# proxy_events, each event once: a stdout file read again after it grew holds the
+# same (file, line); the same stamped line in two files is the same event.
+_EVENTS_ONCE = """
+WITH by_line AS (
+    SELECT * FROM proxy_events
+    QUALIFY row_number() OVER (PARTITION BY file_id, line_no ORDER BY kind) = 1
+)
+SELECT * FROM by_line
+QUALIFY ts IS NULL
+     OR row_number() OVER (PARTITION BY kind, ts, proxy_pod, text ORDER BY file_id, line_no) = 1
+"""
+
+# Events in the period: with a time inside [since, until); without a time only
+# when the period is open (nothing places them in a bounded one).
+_EVENT_IN_PERIOD = """
+    (($since IS NULL AND $until IS NULL) OR ts IS NOT NULL)
+    AND ($since IS NULL OR ts >= $since) AND ($until IS NULL OR ts < $until)
+"""
+
+
+def skipped_files_summary(con: duckdb.DuckDBPyConnection, *, limit: int = 5) -> dict[str, Any]:
+    """How many files the database keeps in ``skipped_files``, and the latest few (path, reason, when).
+
+    The files skipped by *this* run are in the ingest report (``summary["ingest"]["skipped_files"]``).
+    """
+    kept = con.execute("SELECT count(*) FROM skipped_files").fetchall()[0][0]
+    latest = [
+        {"path": p, "reason": r, "seen_at": t.isoformat() + "Z" if t else None}
+        for p, r, t in con.execute(
+            "SELECT path, reason, seen_at FROM skipped_files ORDER BY seen_at DESC NULLS LAST, path LIMIT $limit",
+            {"limit": limit},
+        ).fetchall()
+    ]
+    return {"kept": kept, "latest": latest}
+
+
+def lost_records_summary(
+    con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, until: datetime | None = None
+) -> dict[str, Any]:
+    """How many records the proxy itself says it lost in the period, by kind of line (``proxy_events.lost``).
+
+    Every model: the lines do not say which model a lost record was for. Lines
+    without a time (stdout read without ``--timestamps``) count only when the
+    period is open; ``untimed_events`` says how many there are either way.
+    """
+    kinds = list(LOST_KINDS)
+    rows = con.execute(
+        f"""SELECT kind, count(*), coalesce(sum(lost), 0)::BIGINT, count(*) FILTER (WHERE ts IS NULL)
+            FROM ({_EVENTS_ONCE}) e
+            WHERE list_contains($kinds, kind) AND {_EVENT_IN_PERIOD}
+            GROUP BY kind""",
+        {"kinds": kinds, "since": since, "until": until},
+    ).fetchall()
+    untimed = con.execute(
+        f"SELECT count(*) FROM ({_EVENTS_ONCE}) e WHERE list_contains($kinds, kind) AND ts IS NULL",
+        {"kinds": kinds},
+    ).fetchall()[0][0]
+    order = {k: i for i, k in enumerate(kinds)}
+    by_kind = [{"kind": k, "events": n, "lost": lost, "meaning": LOST_KINDS[k]}
+               for k, n, lost, _ in sorted(rows, key=lambda r: order[r[0]])]
+    open_period = since is None and until is None
+    note = None
+    if untimed and open_period:
+        note = (f"{untimed:,} of these line(s) carry no time (stdout read without --timestamps): "
+                "counted because the period is open")
+    elif untimed:
+        note = (f"{untimed:,} such line(s) carry no time (stdout read without --timestamps): "
+                "not counted in a bounded period")
+    return {
+        "total": sum(r["lost"] for r in by_kind),
+        "events": sum(r["events"] for r in by_kind),
+        "by_kind": by_kind,
+        "untimed_events": untimed,
+        "untimed_counted": open_period,
+        "note": note,
+    }
+
+
+def slow_completions_summary(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    models: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
+    """The proxy's slow-completion warnings in the period, and the turns they flag (view ``slow_turns``).
+
+    A warning says the deployment's threshold was passed, so the caller may have
+    given up; it is a flag on the turn, not a failure class.
+    """
+    p = {"models": models or None, "since": since, "until": until}
+    warned = {
+        m: (n, mx) for m, n, mx in con.execute(
+            f"""SELECT model, count(*), max(value) FROM ({_EVENTS_ONCE}) e
+                WHERE kind = 'slow-completion' AND ($models IS NULL OR list_contains($models, model))
+                  AND {_EVENT_IN_PERIOD}
+                GROUP BY model""", p).fetchall()
+    }
+    flagged = {
+        m: (n, f) for m, n, f in con.execute(
+            """SELECT model, count(*), count(*) FILTER (WHERE incident_class <> 'ok') FROM slow_turns
+               WHERE slow_warning AND ($models IS NULL OR list_contains($models, model))
+                 AND ($since IS NULL OR ts >= $since) AND ($until IS NULL OR ts < $until)
+               GROUP BY model""", p).fetchall()
+    }
+    by_model = []
+    for m in sorted(set(warned) | set(flagged), key=lambda m: (not is_glm(m), m or "")):
+        n, mx = warned.get(m, (0, None))
+        t, f = flagged.get(m, (0, 0))
+        by_model.append({"model": m, "warnings": n, "turns_flagged": t, "failed_flagged": f, "max_ms": mx})
+    return {
+        "warnings": sum(r["warnings"] for r in by_model),
+        "turns_flagged": sum(r["turns_flagged"] for r in by_model),
+        "by_model": by_model,
+        "note": "a warning that the completion passed the deployment's client-side threshold "
+                "(the caller may have given up): a flag, not a failure",
+    }
+
+
+def replicas_summary(
+    con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, until: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Turns, failures, slow warnings and lost records per proxy replica (``proxy_pod``).
+
+    Empty when no turn in scope says its replica (S3 chunks of older proxies,
+    single-pod stdout). Turns whose replica is not known are one row with
+    ``proxy_pod`` None. Reads ``summary_turns`` (build_summary's filtered turns).
+    """
+    if not con.execute("SELECT count(*) FROM summary_turns WHERE proxy_pod IS NOT NULL").fetchall()[0][0]:
+        return []
+    turns = {
+        pod: (n, f) for pod, n, f in con.execute(
+            "SELECT proxy_pod, count(*), count(*) FILTER (WHERE incident_class <> 'ok') FROM summary_turns GROUP BY ALL"
+        ).fetchall()
+    }
+    slow = dict(con.execute(
+        """SELECT s.proxy_pod, count(*) FROM slow_turns s
+           SEMI JOIN summary_turns t ON t.request_id = s.request_id AND t.ts = s.ts
+                AND t.session_id IS NOT DISTINCT FROM s.session_id
+           WHERE s.slow_warning GROUP BY ALL""").fetchall())
+    lost = dict(con.execute(
+        f"""SELECT proxy_pod, coalesce(sum(lost), 0)::BIGINT FROM ({_EVENTS_ONCE}) e
+            WHERE list_contains($kinds, kind) AND {_EVENT_IN_PERIOD} GROUP BY ALL""",
+        {"kinds": list(LOST_KINDS), "since": since, "until": until}).fetchall())
+    pods = set(turns) | {p for p, n in lost.items() if n and p is not None}
+    rows = []
+    for pod in sorted(pods, key=lambda p: (p is None, p or "")):
+        n, f = turns.get(pod, (0, 0))
+        rows.append({"proxy_pod": pod, "turns": n, "failed": f, "failure_rate": round(f / n, 4) if n else 0.0,
+                     "slow_warnings": slow.get(pod, 0), "lost_records": lost.get(pod, 0)})
+    return rows
 
 
 # ---------------------------------------------------------------------------

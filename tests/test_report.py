@@ -658,6 +658,14 @@ def test_the_templates_read_exactly_the_documented_context(context):
                 end=datetime(2026, 11, 17, 19, 47), duration_s=120.0, rate_limited_turns=3, calls_in_window=5,
                 ok_in_window=2)],
             "engine_crash_turns": 2, "error_groups_omitted": 4}),
+        # The fixture week is S3 chunks without replicas, slow warnings or lost-record lines.
+        "replicas": ctx_module.ReplicasSection(
+            replicas=[ctx_module.ReplicaRow(replica="llm-proxy-a", turns=10, failed=2, failure_rate=0.2,
+                                            failure_low=0.05, failure_high=0.5, slow_warnings=1, lost_records=3)],
+            lost=[ctx_module.LostKindRow(kind="buffer-dropped", meaning="dropped", events=1, lost=3)],
+            lost_total=3, untimed_events=1,
+            slow=[ctx_module.SlowModelRow(model="glm-5", warnings=1, turns_flagged=1, failed_flagged=0, max_ms=312000)],
+            slow_note=context.replicas.slow_note),
     })
     seen = _render_recording(context) | _render_recording(variant)
     # The top-level variables are ReportContext's fields, each read by a template.

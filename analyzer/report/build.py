@@ -42,14 +42,18 @@ from .context import (
     PodThroughput,
     ProviderIncident,
     RateLimitBurst,
+    LostKindRow,
     PodWindow,
     PositionRow,
     PositionSection,
     QuarantineSample,
     Recovery,
+    ReplicaRow,
+    ReplicasSection,
     ReportContext,
     RungRow,
     SessionRow,
+    SlowModelRow,
     ThroughputSection,
     TimelineBucket,
     TimelineSection,
@@ -729,6 +733,37 @@ def _oncall(block: dict[str, Any]) -> OnCallSection:
     )
 
 
+def _log_label(value: str | None, missing: str) -> str:
+    """A name taken from the logs (a pod, a model): redacted, control characters shown as ``\\xNN``."""
+    from ..oncall import terminal_text
+
+    return terminal_text(redact(value)) if value is not None else missing
+
+
+def _replicas(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> ReplicasSection:
+    """Replicas and lost records, from the summary's ``replicas``, ``lost_records`` and ``slow_completions``."""
+    rows = []
+    for r in summary_all["replicas"]:
+        low, high = _wilson(con, r["failed"], r["turns"])
+        rows.append(ReplicaRow(replica=_log_label(r["proxy_pod"], "(not said)"), turns=r["turns"], failed=r["failed"],
+                               failure_rate=r["failure_rate"], failure_low=low, failure_high=high,
+                               slow_warnings=r["slow_warnings"], lost_records=r["lost_records"]))
+    lost = summary_all["lost_records"]
+    slow = summary_all["slow_completions"]
+    return ReplicasSection(
+        replicas=rows,
+        lost=[LostKindRow(kind=k["kind"], meaning=k["meaning"], events=k["events"], lost=k["lost"])
+              for k in lost["by_kind"]],
+        lost_total=lost["total"],
+        # A report's period is always bounded: lines without a time cannot be placed in it.
+        untimed_events=lost["untimed_events"],
+        slow=[SlowModelRow(model=_log_label(m["model"], "(none)"), warnings=m["warnings"],
+                           turns_flagged=m["turns_flagged"], failed_flagged=m["failed_flagged"], max_ms=m["max_ms"])
+              for m in slow["by_model"]],
+        slow_note=slow["note"],
+    )
+
+
 def _versions() -> dict[str, str]:
     import platform
 
@@ -822,6 +857,7 @@ def build_context(
         length_budget=_length_budget(con, p),
         top_sessions=_top_sessions(con, p),
         oncall=_oncall(summary_all["oncall"]),
+        replicas=_replicas(con, summary_all),
         methods=_methods(con, p, period, summary_all, generated_at),
         assets=plotly_assets(plotly),
     )

@@ -428,6 +428,58 @@ class OnCallSection(_Model):
 
 
 # ---------------------------------------------------------------------------
+# Replicas and lost records (what the proxy itself says; every model)
+
+
+class ReplicaRow(_Model):
+    """Turns and failures of one proxy replica (`turns.proxy_pod`)."""
+
+    replica: str = Field(description="The replica's pod name (redacted, control characters shown as `\\xNN`), "
+                                     "or `(not said)` for turns whose input does not name it.")
+    turns: int = Field(description="Turns of every model in the period on this replica.")
+    failed: int = Field(description="Of which not `ok`.")
+    failure_rate: float = Field(description="failed / turns (0 without turns).")
+    failure_low: float = Field(description="95% Wilson lower bound of the failure rate.")
+    failure_high: float = Field(description="95% Wilson upper bound of the failure rate.")
+    slow_warnings: int = Field(description="Turns the proxy warned were slow (view `slow_turns`).")
+    lost_records: int = Field(description="Records this replica's log lines say were lost in the period.")
+
+
+class LostKindRow(_Model):
+    """One kind of proxy log line that says records were lost (table `proxy_events`)."""
+
+    kind: str = Field(description="`buffer-dropped`, `logging-imbalance`, `log-response-failed`, "
+                                  "`log-request-failed`, `flush-failed` or `log-failures`.")
+    meaning: str = Field(description="What a line of this kind says, in one sentence.")
+    events: int = Field(description="Lines of this kind in the period.")
+    lost: int = Field(description="Records they say were lost (0 for re-queued flushes and alarms).")
+
+
+class SlowModelRow(_Model):
+    """The proxy's slow-completion warnings for one model."""
+
+    model: str = Field(description="The model the warning names (redacted).")
+    warnings: int = Field(description="`Slow completion` lines in the period.")
+    turns_flagged: int = Field(description="Turns in the period those warnings flag (`slow_turns.slow_warning`).")
+    failed_flagged: int = Field(description="Of the flagged turns, how many are not `ok` (the rest are logged successes "
+                                            "the caller may never have received).")
+    max_ms: int | None = Field(description="The longest completion a warning reported, in milliseconds.")
+
+
+class ReplicasSection(_Model):
+    """Replicas and lost records: turns per proxy replica, the proxy's own word on lost records, slow warnings."""
+
+    replicas: list[ReplicaRow] = Field(description="One row per replica, by name; empty when no turn says its replica.")
+    lost: list[LostKindRow] = Field(description="Per kind of line, the kinds present in the period.")
+    lost_total: int = Field(description="Records the proxy says it lost in the period (the sum of `lost`; a response "
+                                        "lost to `log_response failed` may also be in its window's imbalance).")
+    untimed_events: int = Field(description="Lost-record lines without a time (stdout read without `--timestamps`): "
+                                            "not placed in the period, not counted above.")
+    slow: list[SlowModelRow] = Field(description="Per model with slow-completion warnings, GLM first.")
+    slow_note: str = Field(description="What a slow-completion warning means (a flag, not a failure).")
+
+
+# ---------------------------------------------------------------------------
 # Methods footer
 
 
@@ -488,5 +540,6 @@ class ReportContext(_Model):
     length_budget: LengthBudgetSection = Field(description="length-with-no-content against the budget.")
     top_sessions: TopSessionsSection = Field(description="The top failing sessions with their turns.")
     oncall: OnCallSection = Field(description="What on-call looks at: incidents, crashes, 429 bursts, latency, tokens, errors.")
+    replicas: ReplicasSection = Field(description="Turns per proxy replica, records the proxy says it lost, slow warnings.")
     methods: Methods = Field(description="The methods footer.")
     assets: Assets = Field(description="plotly.js, inline or linked.")

@@ -1,7 +1,7 @@
 """Builders for proxy log records in the shapes the real proxy writes.
 
-Shapes follow ../shared/docs/proxy-log-format.md and the records in
-../shared/examples/: key order, `Z` timestamps with microseconds, error texts.
+Shapes follow the proxy's records as docs/log-format.md describes them: key
+order, `Z` timestamps with microseconds, error texts.
 """
 
 from __future__ import annotations
