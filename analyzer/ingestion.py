@@ -111,8 +111,9 @@ STDIN_IDLE_FLUSH_S = 2.0
 _POD_PREFIX_RE = r"(?:\[pod/([^/\] ]+)/[^\] ]*\] |([a-z0-9][-a-z0-9.]*) ([a-z0-9][-a-z0-9]*) )"
 _STAMP_RE = r"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) )"
 _STDOUT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:📥 REQUEST|✓ RESPONSE|✗ RESPONSE): "
-# The same prefix before a free-text line (for proxy_events).
-_FREE_PREFIX_RE = rf"^(?:\[pod/([^/\] ]+)/[^\] ]*\] )?{_STAMP_RE}?"
+# The same prefixes before one of the proxy's own warning lines (for
+# proxy_events): they all start with one of these marks.
+_EVENT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:⚠️|🧹|🚨|ℹ️)"
 
 Progress = Callable[[int, int], None]
 
@@ -352,8 +353,9 @@ WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
 # slow turns, repaired tool calls, and records it lost.
 _INSERT_EVENTS = f"""
 INSERT INTO proxy_events
-SELECT try_cast(nullif(regexp_extract(event_line, '{_FREE_PREFIX_RE}', 2), '') AS TIMESTAMPTZ)::TIMESTAMP AS ts,
-       coalesce(nullif(regexp_extract(event_line, '{_FREE_PREFIX_RE}', 1), ''), proxy_pod) AS proxy_pod,
+SELECT try_cast(nullif(trim(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 4)), '') AS TIMESTAMPTZ)::TIMESTAMP AS ts,
+       coalesce(nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 1), ''),
+                nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 2), ''), proxy_pod) AS proxy_pod,
        kind,
        nullif(regexp_extract(event_line, 'request_id=([0-9A-Za-z_-]+)', 1), '') AS request_id,
        nullif(regexp_extract(event_line, '\\(model=([^,)]+)', 1), '') AS model,
@@ -866,6 +868,7 @@ class _Ingest:
                 st.registered = True
             elif st.reset:
                 self.con.execute("DELETE FROM quarantine WHERE file_id = ?", [st.file_id])
+                self.con.execute("DELETE FROM proxy_events WHERE file_id = ?", [st.file_id])
                 self.con.execute(
                     "UPDATE source_files SET size_bytes = ?, mtime = ?, fingerprint = ?, lines = 0, records = 0, "
                     "quarantined = 0, free_text = 0, complete = false WHERE file_id = ?",

@@ -145,6 +145,30 @@ def test_stdout_lines_that_are_data_become_proxy_events(tmp_path, db):
     assert q(db, "SELECT min(ts) FROM proxy_events")[0][0].isoformat() == "2026-11-16T10:06:00"
 
 
+def test_data_lines_under_a_stern_prefix_keep_their_replica_and_time(tmp_path, db):
+    log = tmp_path / "stern.log"
+    log.write_text(
+        "llm-proxy-7d4b9c6f-abcde proxy 2026-11-16T10:00:00Z ⚠️  Log buffer exceeded 10000 entries during outage; "
+        "dropped 5 oldest\n"
+        "llm-proxy-7d4b9c6f-fghij proxy 🚨 Logging imbalance: 10 responses for 12 requests (ratio 0.83 < 0.9)\n"
+        "llm-proxy-7d4b9c6f-fghij proxy " + stdout_line(request("d0000009", at(0))) + "\n", encoding="utf-8")
+    run(db, [log])
+    assert q(db, "SELECT proxy_pod, ts IS NOT NULL, lost FROM proxy_events ORDER BY line_no") == [
+        ("llm-proxy-7d4b9c6f-abcde", True, 5), ("llm-proxy-7d4b9c6f-fghij", False, 2)]
+
+
+def test_a_stdout_log_read_again_after_it_grew_keeps_each_event_once(tmp_path, db):
+    log = tmp_path / "pod.log"
+    line = "[pod/p-1/proxy] 2026-11-16T11:00:00Z ⚠️  Log buffer exceeded 10000 entries during outage; dropped 3 oldest\n"
+    log.write_text(line + stdout_line(request("d000000a", at(0))) + "\n", encoding="utf-8")
+    run(db, [log])
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(stdout_line(response_ok("d000000a", at(0.1), content="x")) + "\n")
+    run(db, [log])
+    assert q(db, "SELECT count(*), sum(lost) FROM proxy_events") == [(1, 3)]
+    assert q(db, "SELECT count(*) FROM records") == [(2,)]
+
+
 # -- bad files next to good ones --------------------------------------------
 
 def test_each_bad_file_is_skipped_and_said_and_costs_no_other_file(tmp_path, db):
