@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from .db import transaction
 from .errors import ExitCode, InputError
-from .linereader import LineBlock, LongLine, read_lines
+from .linereader import LineBlock, LongLine, prefetch, read_lines
 from .online import BLANK_CHARS
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 
@@ -709,9 +709,11 @@ class _Ingest:
         pod = chunk_pod(f.path) if f.form == JSONL else None
         disk = [0]
         if f.form == PARQUET:
-            pieces = _parquet_pieces(todo, disk)
-        elif f.form == STDIN:
+            pieces = prefetch(_parquet_pieces(todo, disk))
+        elif f.form == STDIN:  # not read ahead: an idle pipe commits from this thread
             pieces = _stdin_pieces(todo, disk, on_idle=self._flush_if_pending)
+        elif f.size > 4 * _READ_BLOCK:  # small files gain nothing from a thread of their own
+            pieces = prefetch(_text_pieces(todo, disk))
         else:
             pieces = _text_pieces(todo, disk)
         start_done = self.done

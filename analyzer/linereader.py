@@ -128,6 +128,46 @@ def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: in
         yield LineBlock(line_no + start, part, pos + nbytes, nbytes, exact=False)
 
 
+def prefetch(pieces: Iterator[Piece], depth: int = 2) -> Iterator[Piece]:
+    """Read ahead in a thread: the next blocks are read, inflated and split while
+    DuckDB works on the last ones (both release the GIL). Errors arrive in order."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for p in pieces:
+                while not stop.is_set():
+                    try:
+                        q.put(p, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as exc:  # handed to the consumer, raised there
+            q.put(exc)
+
+    t = threading.Thread(target=work, name="analyzer-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        t.join(timeout=5)
+
+
 def sniff_separator(head: bytes) -> bytes:
     """The line separator of an input from its first bytes: ``\\r`` only for CR-only text."""
     return b"\r" if b"\n" not in head and b"\r" in head else b"\n"

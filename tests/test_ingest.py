@@ -253,7 +253,7 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
     db = tmp_path / "killed.duckdb"
     env = dict(os.environ, ANALYZER_BATCH_BYTES="20000")  # many small transactions
     killed_mid_run = False
-    for delay in (0.4, 0.8, 1.2, 1.6, 2.4):
+    for delay in (0.4, 0.8, 1.2, 1.6, 2.4, 3.2, 4.8, 6.4, 9.6):  # a loaded machine starts slowly
         if db.exists():
             db.unlink()
         wal = Path(str(db) + ".wal")
