@@ -294,6 +294,15 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
             start_ts    TIMESTAMP,
             end_ts      TIMESTAMP
         );
+
+        -- The last summaries (analyzer.summary_cache), keyed by a hash of the
+        -- database's contents, the filters and the code: a re-run that changed
+        -- nothing prints its summary without computing it again.
+        CREATE TABLE summary_cache (
+            key         VARCHAR PRIMARY KEY,
+            summary     VARCHAR NOT NULL,      -- the summary as JSON
+            built_at    TIMESTAMP
+        );
         """
     )
     from .ingestion import blank_sql

@@ -414,6 +414,7 @@ class _Todo:
     file_id: int | None = None
     resume_bytes: int = 0
     resume_lines: int = 0
+    new_id: int | None = None  # allocated in bulk for new files
 
 
 def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: IngestReport) -> list[_Todo]:
@@ -427,7 +428,7 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
     todo = []
     for f in files:
         prev = known.get(f.path)
-        if prev is None or f.form == STDIN:
+        if prev is None or f._form == STDIN:  # (`f.form` would read every known file's head)
             todo.append(_Todo(f))
             continue
         file_id, size, mtime, fp, bytes_done, lines_done, complete = prev
@@ -701,7 +702,7 @@ class _Ingest:
     # -- files -------------------------------------------------------------
     def read_file(self, todo: _Todo) -> None:
         f = todo.source
-        state = _FileState(todo, file_id=todo.file_id if todo.file_id is not None else self._new_id(),
+        state = _FileState(todo, file_id=todo.file_id if todo.file_id is not None else self._new_id(todo),
                            bytes_done=todo.resume_bytes, lines_done=todo.resume_lines,
                            registered=todo.file_id is not None,
                            reset=todo.file_id is not None and not todo.resume_lines)
@@ -754,8 +755,10 @@ class _Ingest:
         state.bytes_done = piece.end_offset
         state.lines_done = piece.first_line + len(piece.lines) - 1
 
-    def _new_id(self) -> int:
-        return self.con.execute("SELECT nextval('source_file_ids')").fetchall()[0][0]
+    def _new_id(self, todo: _Todo) -> int:
+        if todo.new_id is None:
+            return self.con.execute("SELECT nextval('source_file_ids')").fetchall()[0][0]
+        return todo.new_id
 
     def _long_line(self, state: _FileState, piece: LongLine) -> None:
         reason = f"line longer than {piece.length:,} bytes (limit ANALYZER_MAX_LINE_BYTES): not kept"
@@ -846,49 +849,64 @@ class _Ingest:
         return gone
 
     def _register_files(self, batch: _Batch) -> None:
-        """New files get their registry row (part-read until complete); re-read files lose old quarantine rows."""
-        import pyarrow as pa
+        """New files get their registry row (part-read until complete); re-read files lose old rows.
 
-        rows = {k: [] for k in ("file_id", "path")}
+        One statement for the whole batch, however many files it holds: a batch of
+        thousands of small chunks costs no more registry work than one big file.
+        """
+        cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "fingerprint",
+                                                 "is_new", "reset")}
         for st in batch.files.values():
-            rows["file_id"].append(st.file_id)
-            rows["path"].append(st.todo.source.path)
-        self.con.register("_batch_files_arrow", pa.table(rows))
+            f = st.todo.source
+            for k, v in (("file_id", st.file_id), ("path", f.path), ("form", f.form), ("size_bytes", f.size),
+                         ("mtime", f.mtime), ("fingerprint", f.fingerprint()), ("is_new", not st.registered),
+                         ("reset", st.registered and st.reset)):
+                cols[k].append(v)
+            st.registered, st.reset = True, False
+        self.con.register("_batch_files_arrow", pa.table(cols))
         try:
             self.con.execute("CREATE OR REPLACE TEMP TABLE batch_files AS SELECT * FROM _batch_files_arrow")
         finally:
             self.con.unregister("_batch_files_arrow")
-        for st in batch.files.values():
-            f = st.todo.source
-            if not st.registered:
-                self.con.execute(
-                    "INSERT INTO source_files (file_id, path, form, size_bytes, mtime, fingerprint, lines, records, "
-                    "quarantined, free_text, ingested_at, bytes_done, lines_done, complete) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0, ?, 0, 0, false)",
-                    [st.file_id, f.path, f.form, f.size, f.mtime, f.fingerprint(), self.now],
-                )
-                st.registered = True
-            elif st.reset:
-                self.con.execute("DELETE FROM quarantine WHERE file_id = ?", [st.file_id])
-                self.con.execute("DELETE FROM proxy_events WHERE file_id = ?", [st.file_id])
-                self.con.execute(
-                    "UPDATE source_files SET size_bytes = ?, mtime = ?, fingerprint = ?, lines = 0, records = 0, "
-                    "quarantined = 0, free_text = 0, complete = false WHERE file_id = ?",
-                    [f.size, f.mtime, f.fingerprint(), st.file_id],
-                )
-                st.reset = False
+        self.con.execute(
+            """INSERT INTO source_files (file_id, path, form, size_bytes, mtime, fingerprint, lines, records,
+                                         quarantined, free_text, ingested_at, bytes_done, lines_done, complete)
+               SELECT file_id, path, form, size_bytes, mtime, fingerprint, 0, 0, 0, 0, $now, 0, 0, false
+               FROM batch_files WHERE is_new""", {"now": self.now})
+        if any(cols["reset"]):
+            self.con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM batch_files WHERE reset)")
+            self.con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM batch_files WHERE reset)")
+            self.con.execute(
+                """UPDATE source_files s SET size_bytes = b.size_bytes, mtime = b.mtime, fingerprint = b.fingerprint,
+                          lines = 0, records = 0, quarantined = 0, free_text = 0, complete = false
+                   FROM batch_files b WHERE b.reset AND s.file_id = b.file_id""")
 
     def _update_files(self, batch: _Batch, stats: dict) -> None:
+        """The batch's progress through each of its files, in one statement."""
+        long_by_file: dict[int, int] = {}
+        for x in batch.long_lines:
+            long_by_file[x[0]] = long_by_file.get(x[0], 0) + 1
+        cols: dict[str, list] = {k: [] for k in ("file_id", "lines_done", "records", "quarantined", "free_text",
+                                                 "bytes_done", "complete", "size_bytes")}
         for st in batch.files.values():
             rec, bad, free = stats.get(st.file_id, (0, 0, 0))
-            bad += sum(1 for x in batch.long_lines if x[0] == st.file_id)
+            f = st.todo.source
+            for k, v in (("file_id", st.file_id), ("lines_done", st.lines_done), ("records", rec),
+                         ("quarantined", bad + long_by_file.get(st.file_id, 0)), ("free_text", free),
+                         ("bytes_done", st.bytes_done), ("complete", st.complete),
+                         ("size_bytes", f.size if f.form != STDIN else st.bytes_done)):
+                cols[k].append(v)
+        self.con.register("_progress_arrow", pa.table(cols))
+        try:
             self.con.execute(
-                "UPDATE source_files SET lines = ?, records = records + ?, quarantined = quarantined + ?, "
-                "free_text = free_text + ?, bytes_done = ?, lines_done = ?, complete = ?, ingested_at = ?, "
-                "size_bytes = ? WHERE file_id = ?",
-                [st.lines_done, rec, bad, free, st.bytes_done, st.lines_done, st.complete, self.now,
-                 st.todo.source.size if st.todo.source.form != STDIN else st.bytes_done, st.file_id],
-            )
+                """UPDATE source_files s SET lines = u.lines_done, records = s.records + u.records,
+                          quarantined = s.quarantined + u.quarantined, free_text = s.free_text + u.free_text,
+                          bytes_done = u.bytes_done, lines_done = u.lines_done, complete = u.complete,
+                          ingested_at = $now, size_bytes = u.size_bytes
+                   FROM _progress_arrow u WHERE s.file_id = u.file_id""", {"now": self.now})
+        finally:
+            self.con.unregister("_progress_arrow")
+        for st in batch.files.values():
             if st.complete:
                 self.report.files_ingested += 1
 
@@ -938,9 +956,11 @@ def ingest(
     report = IngestReport(files_seen=len(found.files))
     report.notes.extend(found.notes)
     report.skipped_files.extend(found.skipped)
-    files = []
-    for f in found.files:  # telling the form reads a file's first bytes: a failure skips that file only
-        try:
+    todo = []
+    # Only files to read are opened: a re-run over thousands of known chunks reads none.
+    for t in _plan(con, found.files, report):
+        f = t.source
+        try:  # telling the form reads a file's first bytes: a failure skips that file only
             form = f.form
         except FormError as exc:
             report.skipped_files.append({"path": f.path, "reason": exc.reason, "size": f.size, "mtime": f.mtime})
@@ -949,8 +969,12 @@ def ingest(
             report.metric_files.append(f.path)
             report.notes.append({"path": f.path, "note": "Prometheus metrics among the logs: loaded as metrics"})
             continue
-        files.append(f)
-    todo = _plan(con, files, report)
+        todo.append(t)
+    fresh = [t for t in todo if t.file_id is None]
+    if fresh:
+        ids = con.execute("SELECT nextval('source_file_ids') FROM range(?)", [len(fresh)]).fetchall()
+        for t, (i,) in zip(fresh, ids):
+            t.new_id = i
     total = sum(t.source.size for t in todo)
     run = _Ingest(con, report, strict, progress, total)
     if progress:

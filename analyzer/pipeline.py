@@ -13,6 +13,7 @@ from .errors import AnalyzerError, ExitCode, InputError
 from .ingestion import IngestReport, ingest
 from .sources import discover_inputs
 from .summary import build_summary, parse_time
+from .summary_cache import cached_summary
 from .turns import refresh_turns
 
 
@@ -78,7 +79,7 @@ def run_main_job(
             metrics = list(metrics or []) + report.metric_files
         metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
         refresh_turns(con, caller_deadline_s=caller_deadline_s)
-        summary = build_summary(con, models=models, since=since_dt, until=until_dt)
+        summary = cached_summary(con, build_summary, models=models, since=since_dt, until=until_dt)
         summary["ingest"] = report.to_dict()
         summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     finally:

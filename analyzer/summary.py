@@ -11,12 +11,21 @@ from .metrics import wedged_episodes
 from .online import CLASSES
 
 _FILTERED_TURNS = """
-CREATE OR REPLACE TEMP TABLE summary_turns AS
+CREATE TEMP TABLE summary_turns AS
 SELECT * FROM turns
 WHERE ($models IS NULL OR list_contains($models, model))
   AND ($since IS NULL OR ts >= $since)
   AND ($until IS NULL OR ts < $until)
 """
+
+
+def _drop_summary_turns(con: duckdb.DuckDBPyConnection) -> None:
+    """Forget the last summary's scope (a temp table when filtered, else a view)."""
+    for kind in ("VIEW", "TABLE"):
+        try:
+            con.execute(f"DROP {kind} IF EXISTS temp.summary_turns")
+        except duckdb.CatalogException:  # it is the other kind
+            pass
 
 
 def is_glm(model: str | None) -> bool:
@@ -58,7 +67,11 @@ def build_summary(
     from .turns import ensure_turns
 
     ensure_turns(con)
-    con.execute(_FILTERED_TURNS, {"models": models or None, "since": since, "until": until})
+    _drop_summary_turns(con)
+    if models or since or until:
+        con.execute(_FILTERED_TURNS, {"models": models or None, "since": since, "until": until})
+    else:  # no filter: read the table itself, rather than copy every column of it
+        con.execute("CREATE TEMP VIEW summary_turns AS SELECT * FROM turns")
     q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
 
     (turns, sessions, first, last, inferred, addressable) = q(

@@ -1,0 +1,74 @@
+"""A stored copy of the last summaries, so a re-run that changed nothing prints at once.
+
+The summary is a pure function of the database's contents, the filters and the
+code that computes it. The key hashes all three (cheap aggregates stand for the
+contents: record signature, windows, settings, quarantine, skipped files, proxy
+events, metric samples); any change makes a new key and the summary is computed
+again. Only the parts computed from the database are kept: a run's own ingest
+report and metric loads are added by the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+import duckdb
+
+from .db import transaction
+
+_STATE = """
+SELECT concat_ws('|',
+    (SELECT concat_ws(',', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0)) FROM records),
+    (SELECT count(*) FROM turns),
+    (SELECT coalesce(md5(string_agg(concat_ws(',', pod, model_name, kind, start_ts, end_ts, detail), ';'
+                                    ORDER BY pod, model_name, kind, start_ts)), '') FROM pod_windows),
+    (SELECT coalesce(string_agg(name || '=' || value, ',' ORDER BY name), '') FROM settings),
+    (SELECT coalesce(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model), '') FROM model_map),
+    (SELECT count(*) FROM quarantine),
+    (SELECT concat_ws(',', count(*), max(seen_at)) FROM skipped_files),
+    (SELECT concat_ws(',', count(*), coalesce(sum(lost), 0)) FROM proxy_events),
+    (SELECT count(*) FROM metric_samples),
+    (SELECT count(*) FROM replay_attempts))
+"""
+
+_code_hash: str | None = None
+
+
+def _code() -> str:
+    """A hash of the code and SQL that make a summary (so an upgrade recomputes it)."""
+    global _code_hash
+    if _code_hash is None:
+        from .paths import queries_dir
+
+        h = hashlib.md5()
+        root = Path(__file__).resolve().parent
+        for p in sorted([*root.rglob("*.py"), *queries_dir().glob("*.sql")]):
+            h.update(p.read_bytes())
+        _code_hash = h.hexdigest()
+    return _code_hash
+
+
+def _key(con: duckdb.DuckDBPyConnection, filters: dict[str, Any]) -> str:
+    state = con.execute(_STATE).fetchall()[0][0]
+    return hashlib.md5(json.dumps([_code(), state, filters], default=str).encode()).hexdigest()
+
+
+def cached_summary(con: duckdb.DuckDBPyConnection, build: Callable[..., dict], *,
+                   models: list[str] | None = None, since: datetime | None = None,
+                   until: datetime | None = None) -> dict:
+    """``build(con, models=..., since=..., until=...)``, or its stored result for the same state and filters."""
+    filters = {"models": models, "since": since, "until": until}
+    key = _key(con, filters)
+    hit = con.execute("SELECT summary FROM summary_cache WHERE key = ?", [key]).fetchall()
+    if hit:
+        return json.loads(hit[0][0])
+    summary = build(con, **filters)
+    text = json.dumps(summary, default=str)
+    with transaction(con):
+        con.execute("DELETE FROM summary_cache WHERE built_at < now() - INTERVAL 30 DAY OR key = ?", [key])
+        con.execute("INSERT INTO summary_cache VALUES (?, ?, now())", [key, text])
+    return json.loads(text)  # the same types a cache hit gives
