@@ -1,0 +1,282 @@
+"""Metric files into the staging table at DuckDB's speed, with the Python parsers as the referee.
+
+- CSV goes through ``read_csv`` (typed in SQL: epoch seconds or milliseconds, ISO
+  8601, values with NaN/Inf spellings);
+- Prometheus API JSON through ``read_json_objects`` (one response, a list of
+  them, or JSONL), its matrix and vector results unnested in SQL;
+- text scrapes of :data:`STREAM_BYTES` or more (a week of federated or dumped
+  samples reaches a gigabyte) stream through ``read_csv`` as a line reader:
+  only the lines of kept metrics are held, so memory does not grow with the
+  file. Smaller scrapes go through prometheus-client, which checks the whole
+  syntax.
+
+Label sets are parsed once each (:func:`~.stage.intern_labels`). Whenever the
+SQL path meets something it does not accept as is (a time or value it cannot
+type, a CSV row with unquoted commas, an error response), the file is read again
+by the Python parser of :mod:`.formats`, which either reads it or raises the
+precise error: the fast path never changes what a file means.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+
+from ..errors import InputError
+from .formats import (
+    CSV,
+    CSV_COLUMNS,
+    EXPOSITION,
+    JSON,
+    OPENMETRICS,
+    detect_form,
+    parse_labels_field,
+    parse_kv_labels,
+    read_metrics_file,
+    scrape_target_from_name,
+    scrape_time_from_name,
+)
+from .stage import NAMES, STAGE, clear_stage, intern_labels, stage_samples
+from .times import US
+
+#: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
+STREAM_BYTES = 32 * 1024 * 1024
+
+_HEAD_BYTES = 64 * 1024
+_MAX_JSON_OBJECT = 2**31 - 1  # one query_range response of a week can be hundreds of MB
+
+# A sample line: name, optional {labels} (values may hold } and escaped quotes),
+# value, optional timestamp, optional OpenMetrics exemplar (# {...} v t).
+_SAMPLE_RE = (r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})?\s+(\S+)'
+              r'(?:\s+([-+]?[0-9][0-9.eE+-]*))?\s*(?:#.*)?$')
+_NAME_RE = r'^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)'
+
+
+class _Fallback(Exception):
+    """The SQL path cannot take this file as is: read it with the Python parser."""
+
+
+def _head(path: Path) -> str:
+    """The first 64 KiB of a file's text (gunzipped), for detection."""
+    with path.open("rb") as f:
+        magic = f.read(2)
+    opener = gzip.open if path.suffix == ".gz" or magic == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rb") as f:
+            data = f.read(_HEAD_BYTES)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read metrics file: {exc}") from exc
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def _compression(path: Path) -> str:
+    with path.open("rb") as f:
+        return "gzip" if f.read(2) == b"\x1f\x8b" else "none"
+
+
+def _not_a_proxy_log(path: Path, head: str) -> None:
+    """A proxy log given as metrics (``--metrics`` took a log file): say so, never guess."""
+    first = next((ln for ln in head.splitlines() if ln.strip()), "")
+    looks_like_log = any(m in head for m in ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: "))
+    if not looks_like_log and first.lstrip().startswith("{"):
+        try:
+            doc = json.loads(first)
+        except json.JSONDecodeError:
+            doc = None
+        looks_like_log = isinstance(doc, dict) and doc.get("type") in ("request", "response") and "data" not in doc
+    if looks_like_log:
+        raise InputError(
+            f"{path}: this is a proxy log, not a metrics file; give log files before --metrics "
+            "(everything after --metrics up to the next option is read as metrics)")
+
+
+def stage_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
+    """Read one metrics file into the stage (labels interned); return its form and notes.
+
+    Raises:
+        InputError: the file cannot be read or does not parse in its detected form.
+    """
+    head = _head(path)
+    _not_a_proxy_log(path, head)
+    form = detect_form(head, path.name)
+    try:
+        if form == CSV:
+            _stage_csv(con, path, head)
+            return CSV, []
+        if form == JSON:
+            _stage_json(con, path)
+            return JSON, []
+        if path.stat().st_size >= STREAM_BYTES:
+            return stage_text_stream(con, path)
+    except _Fallback:
+        clear_stage(con)
+    read = read_metrics_file(path)  # raises InputError with the precise reason
+    stage_samples(con, read.samples)
+    intern_labels(con, lambda key: json.loads(key), scrape_target_from_name(path) if read.form in (
+        EXPOSITION, OPENMETRICS) else None)
+    return read.form, read.notes
+
+
+# ---------------------------------------------------------------------------
+# CSV
+
+
+def _csv_epoch_us(col: str) -> str:
+    """SQL: a CSV time (epoch seconds, milliseconds above 1e11, or ISO 8601) as epoch microseconds."""
+    x = f"TRY_CAST(trim({col}) AS DOUBLE)"
+    return (f"CASE WHEN {x} IS NOT NULL THEN CASE WHEN isfinite({x}) THEN "
+            f"round(CASE WHEN abs({x}) > 1e11 THEN {x} / 1000.0 ELSE {x} END * 1e6)::BIGINT END "
+            f"ELSE epoch_us(TRY_CAST(trim({col}) AS TIMESTAMPTZ)) END")
+
+
+def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str) -> None:
+    header = [h.strip().lower() for h in next(csv.reader([head.splitlines()[0] if head else ""]), [])]
+    if any(c not in header for c in CSV_COLUMNS):
+        raise _Fallback  # the Python parser says which column is missing
+    columns = {f"c{i}": "VARCHAR" for i in range(len(header))}
+    pos = {c: f"c{header.index(c)}" for c in CSV_COLUMNS}
+    try:
+        con.execute(f"""
+            INSERT INTO {STAGE}
+            SELECT row_number() OVER () AS ord, trim({pos['metric']}), trim({pos['labels']}),
+                   {_csv_epoch_us(pos['timestamp'])}, TRY_CAST(trim({pos['value']}) AS DOUBLE)
+            FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
+                          escape = '"', auto_detect = false, strict_mode = true, compression = $comp)
+            WHERE coalesce(trim({pos['metric']}), '') <> '' OR coalesce(trim({pos['timestamp']}), '') <> ''
+            """, {"path": str(path), "columns": columns, "comp": _compression(path)})
+    except duckdb.Error as exc:  # unquoted commas in labels, a ragged row: the Python parser decides
+        raise _Fallback from exc
+    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE ts_us IS NULL OR value IS NULL").fetchall()[0][0]
+    if bad:
+        raise _Fallback
+    try:
+        intern_labels(con, parse_labels_field)
+    except ValueError as exc:
+        raise _Fallback from exc
+
+
+# ---------------------------------------------------------------------------
+# Prometheus API JSON
+
+
+def _stage_json(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    docs = f"""
+        SELECT row_number() OVER () AS d, coalesce(json -> 'data', json) AS data, json ->> 'status' AS status
+        FROM read_json_objects($path, format = 'auto', maximum_object_size = {_MAX_JSON_OBJECT},
+                               compression = $comp)
+    """
+    params = {"path": str(path), "comp": _compression(path)}
+    try:
+        # Anything but success responses (or bare `data`) of matrix/vector results: the Python parser says what.
+        odd = con.execute(f"""
+            SELECT count(*) FROM ({docs})
+            WHERE coalesce(status, 'success') <> 'success' OR json_type(data) <> 'OBJECT'
+               OR json_type(data -> 'result') NOT IN ('ARRAY', 'NULL')
+               OR coalesce(data ->> 'resultType', '') NOT IN ('matrix', 'vector')
+            """, params).fetchall()[0][0]
+        if odd:
+            raise _Fallback
+        con.execute(f"""
+            INSERT INTO {STAGE}
+            WITH series AS (
+                SELECT d, data ->> 'resultType' AS kind, unnest(CAST(coalesce(data -> 'result', '[]') AS JSON[])) AS s
+                FROM ({docs})
+            ), numbered AS (
+                SELECT row_number() OVER (ORDER BY d) AS sid, kind, s FROM series
+            ), points AS (
+                SELECT sid, s -> 'metric' AS m,
+                       unnest(CASE WHEN kind = 'matrix' THEN CAST(coalesce(s -> 'values', '[]') AS JSON[])
+                                   WHEN s -> 'value' IS NULL THEN []::JSON[]
+                                   ELSE [s -> 'value'] END) AS p
+                FROM numbered
+            )
+            SELECT row_number() OVER (ORDER BY sid) AS ord, coalesce(m ->> '__name__', ''), coalesce(m, '{{}}')::VARCHAR,
+                   round(CAST(p ->> 0 AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p ->> 1 AS DOUBLE)
+            FROM points
+            """, params)
+    except duckdb.Error as exc:
+        raise _Fallback from exc
+    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE ts_us IS NULL OR value IS NULL").fetchall()[0][0]
+    if bad:
+        raise _Fallback
+
+    def parse(key: str) -> dict[str, str]:
+        doc = json.loads(key)
+        if not isinstance(doc, dict):
+            raise ValueError(f"series labels are not an object: {key[:80]}")
+        return {str(k): str(v) for k, v in doc.items()}
+
+    try:
+        intern_labels(con, parse)
+    except ValueError as exc:
+        raise _Fallback from exc
+
+
+# ---------------------------------------------------------------------------
+# Text exposition, streamed
+
+
+def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
+    """Stream a text scrape (0.0.4 or OpenMetrics) of any size into the stage.
+
+    Only lines of kept metrics (and ``# EOF``) are kept from DuckDB's line reader;
+    a kept line that is not a sample is an error naming its line number.
+
+    Raises:
+        InputError: a malformed sample line of a kept metric, or no time to give it.
+    """
+    con.execute("CREATE OR REPLACE TEMP TABLE _metric_lines (n BIGINT, line VARCHAR)")
+    con.execute(f"""
+        INSERT INTO _metric_lines
+        SELECT n, line FROM (
+            SELECT n, line
+            FROM read_csv($path, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '', escape = '',
+                          header = false, auto_detect = false, strict_mode = false, compression = $comp,
+                          max_line_size = 16777216)
+                 WITH ORDINALITY AS t(line, n)
+        )
+        WHERE line = '# EOF'
+           OR regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES})
+        """, {"path": str(path), "comp": _compression(path)})
+    try:
+        openmetrics = con.execute("SELECT count(*) FROM _metric_lines WHERE line = '# EOF'").fetchall()[0][0] > 0
+        form = OPENMETRICS if openmetrics else EXPOSITION
+        bad = con.execute(f"""
+            SELECT n, line FROM _metric_lines
+            WHERE line <> '# EOF' AND NOT regexp_full_match(trim(line), '{_SAMPLE_RE}')
+            ORDER BY n LIMIT 1""").fetchall()
+        if bad:
+            raise InputError(f"{path}: not a valid {form} metrics file: line {bad[0][0]}: not a sample: {bad[0][1][:120]!r}")
+        default_ts = scrape_time_from_name(path)
+        stamp_from = "time in file name"
+        if default_ts is None:
+            default_ts = round(path.stat().st_mtime * US)
+            stamp_from = "file modification time"
+        # 0.0.4 timestamps are milliseconds, OpenMetrics' seconds.
+        scale = "1e6" if openmetrics else "1e3"
+        con.execute(f"""
+            INSERT INTO {STAGE}
+            SELECT n, x.name, coalesce(x.labels, ''),
+                   CASE WHEN x.ts = '' THEN $default_ts ELSE round(CAST(x.ts AS DOUBLE) * {scale})::BIGINT END,
+                   CAST(x.value AS DOUBLE)
+            FROM (SELECT n, regexp_extract(trim(line), '{_SAMPLE_RE}', ['name', 'labels', 'value', 'ts']) AS x
+                  FROM _metric_lines WHERE line <> '# EOF')
+            """, {"default_ts": default_ts})
+        staged, untimed = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE ts_us = $t) FROM {STAGE}", {"t": default_ts}).fetchall()[0]
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: not a valid text metrics file: {exc}") from exc
+    finally:
+        con.execute("DROP TABLE IF EXISTS _metric_lines")
+    notes = [f"{path}: samples without timestamps stamped with the {stamp_from}"] if untimed else []
+    if not staged:
+        notes.append(f"{path}: no samples (read as {form})")
+    try:
+        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, scrape_target_from_name(path))
+    except ValueError as exc:
+        raise InputError(f"{path}: not a valid {form} metrics file: {exc}") from exc
+    return form, notes

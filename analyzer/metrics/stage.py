@@ -1,0 +1,184 @@
+"""One input's samples in a staging table, their label sets interned, then stored once.
+
+Every reader (DuckDB's for CSV, JSON and big text scrapes; the Python parsers for
+the rest) fills the table ``_metric_stage`` of a scratch in-memory DuckDB (its
+own connection, so a reader that gives up on a file never aborts the caller's
+transaction, and it spills to a temporary directory beyond its memory limit)
+with one row per sample:
+its position in the input (``ord``), the metric as spelled, the labels *as the
+input wrote them* (``label_key``: JSON text, ``k=v`` text, ...), time and value.
+:func:`intern_labels` then parses each distinct ``label_key`` once (a week of
+samples has a few hundred label sets, not 600,000) into the canonical labels and
+the pod, model, instance and job they name, and :func:`store_stage` writes the
+samples not yet stored into ``metric_samples`` with one ``INSERT ... SELECT`` over
+an Arrow stream of the de-duplicated stage.
+
+A sample is identified by ``(metric, pod, labels, ts)``: loading the same file
+twice, or the same series from two exports that overlap, stores each point once.
+When two inputs disagree on the value of the same point, the first one loaded
+wins (within one input, the first in input order) and the other is counted as a
+duplicate: a series has one value per instant.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import duckdb
+
+from .samples import KEPT_SPELLINGS, Sample, canonical_name, labels_json, pod_identity, target_of
+
+STAGE = "_metric_stage"
+LABELS = "_metric_labels"
+NAMES = "_metric_names"
+
+
+@dataclass
+class StageStats:
+    """What one input held, as the load report counts it."""
+
+    read: int = 0
+    non_finite: int = 0
+    other_metrics: int = 0
+    new: int = 0
+    duplicates: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+#: The scratch database's memory bound, besides the analyzer's own (``ANALYZER_MEMORY_LIMIT``).
+SCRATCH_MEMORY = os.environ.get("ANALYZER_METRICS_MEMORY_LIMIT", "384MB")
+
+
+def open_stage() -> duckdb.DuckDBPyConnection:
+    """A scratch in-memory DuckDB holding the empty staging tables; close it with :func:`close_stage`."""
+    scratch = duckdb.connect()
+    spill = tempfile.mkdtemp(prefix="analyzer-metrics-")
+    scratch.execute("SET TimeZone = 'UTC'")  # naive times in CSV are UTC, as everywhere
+    scratch.execute("SET memory_limit = ?", [SCRATCH_MEMORY])
+    scratch.execute("SET temp_directory = ?", [spill])
+    scratch.execute("SET preserve_insertion_order = true")
+    scratch.execute("CREATE TABLE _spill_dir AS SELECT ?::VARCHAR AS path", [spill])
+    scratch.execute(f"""CREATE TABLE {STAGE} (
+        ord BIGINT, metric VARCHAR, label_key VARCHAR, ts_us BIGINT, value DOUBLE)""")
+    scratch.execute(f"""CREATE TABLE {LABELS} (
+        label_key VARCHAR, labels VARCHAR, pod VARCHAR, model_name VARCHAR, instance VARCHAR, job VARCHAR)""")
+    scratch.execute(f"CREATE TABLE {NAMES} (spelling VARCHAR, metric VARCHAR)")
+    scratch.executemany(f"INSERT INTO {NAMES} VALUES (?, ?)", [[s, canonical_name(s)] for s in KEPT_SPELLINGS])
+    return scratch
+
+
+def close_stage(scratch: duckdb.DuckDBPyConnection) -> None:
+    """Close the scratch database and remove its spill directory."""
+    try:
+        spill = scratch.execute("SELECT path FROM _spill_dir").fetchall()[0][0]
+    finally:
+        scratch.close()
+    shutil.rmtree(spill, ignore_errors=True)
+
+
+def clear_stage(scratch: duckdb.DuckDBPyConnection) -> None:
+    """Empty the stage (a reader gave up half-way, or the input is stored)."""
+    scratch.execute(f"DELETE FROM {STAGE}")
+    scratch.execute(f"DELETE FROM {LABELS}")
+
+
+def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample]) -> int:
+    """Put parsed samples (the Python readers) into the stage; return how many were read.
+
+    Every sample is staged, other metrics too, so the counts match the SQL readers.
+    The labels dict of a series is serialized once (its id is cached with it).
+    """
+    import pyarrow as pa
+
+    cols: dict[str, list] = {k: [] for k in ("ord", "metric", "label_key", "ts_us", "value")}
+    encoded: dict[int, tuple[dict, str]] = {}
+    for i, s in enumerate(samples):
+        hit = encoded.get(id(s.labels))
+        if hit is None or hit[0] is not s.labels:
+            hit = encoded[id(s.labels)] = (s.labels, labels_json(s.labels))
+        cols["ord"].append(i)
+        cols["metric"].append(s.metric)
+        cols["label_key"].append(hit[1])
+        cols["ts_us"].append(s.ts_us)
+        cols["value"].append(s.value)
+    if not cols["ord"]:
+        return 0
+    arrow = pa.table({
+        "ord": pa.array(cols["ord"], pa.int64()),
+        "metric": pa.array(cols["metric"], pa.string()),
+        "label_key": pa.array(cols["label_key"], pa.string()),
+        "ts_us": pa.array(cols["ts_us"], pa.int64()),
+        "value": pa.array(cols["value"], pa.float64()),
+    })
+    scratch.register("_metric_arrow", arrow)
+    try:
+        scratch.execute(f"INSERT INTO {STAGE} SELECT * FROM _metric_arrow")
+    finally:
+        scratch.unregister("_metric_arrow")
+    return len(cols["ord"])
+
+
+def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]],
+                  fallback_pod: str | None = None) -> None:
+    """Parse each distinct ``label_key`` of the kept samples once into ``_metric_labels``.
+
+    Raises:
+        ValueError: (from ``parse``) a label set that does not parse.
+    """
+    keys = [k for (k,) in scratch.execute(
+        f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric").fetchall()]
+    rows = []
+    for key in keys:
+        labels = parse(key)
+        labels.pop("__name__", None)
+        instance, job = target_of(labels)
+        rows.append([key, labels_json(labels), pod_identity(labels, fallback_pod), labels.get("model_name"),
+                     instance, job])
+    if rows:
+        scratch.executemany(f"INSERT INTO {LABELS} VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection, source: str) -> StageStats:
+    """Insert the staged samples of kept metrics not yet in ``con``; empty the stage; return the counts.
+
+    Runs inside the caller's transaction on ``con``, if any. Call :func:`intern_labels` first.
+    """
+    read, other, non_finite = scratch.execute(f"""
+        SELECT count(*), count(*) FILTER (WHERE n.metric IS NULL),
+               count(*) FILTER (WHERE n.metric IS NOT NULL AND NOT isfinite(s.value))
+        FROM {STAGE} s LEFT JOIN {NAMES} n ON n.spelling = s.metric""").fetchall()[0]
+    # NaN says nothing about whether a counter moved (and is Prometheus' staleness
+    # marker); infinities neither. Within the input the first point in order wins.
+    stream = scratch.sql(f"""
+        SELECT n.metric, l.pod, l.model_name, l.instance, l.job, l.labels, st.ts_us,
+               arg_min(st.value, st.ord) AS value
+        FROM {STAGE} st
+        JOIN {NAMES} n ON n.spelling = st.metric
+        JOIN {LABELS} l ON l.label_key = st.label_key
+        WHERE isfinite(st.value)
+        GROUP BY ALL
+        """).to_arrow_reader(batch_size=100_000)
+    con.register("_metric_in", stream)
+    try:
+        new = con.execute("""
+        INSERT INTO metric_samples (metric, pod, model_name, instance, job, labels, ts, value, source)
+        SELECT s.metric, s.pod, s.model_name, s.instance, s.job, s.labels::JSON, make_timestamp(s.ts_us),
+               s.value, $source
+        FROM _metric_in s
+        WHERE NOT EXISTS (
+            SELECT 1 FROM metric_samples m
+            WHERE m.metric = s.metric
+              AND m.pod IS NOT DISTINCT FROM s.pod
+              AND m.ts = make_timestamp(s.ts_us)
+              AND m.labels::VARCHAR = s.labels::JSON::VARCHAR)
+        """, {"source": source}).fetchall()[0][0]
+    finally:
+        con.unregister("_metric_in")
+        stream.close()
+    clear_stage(scratch)
+    kept = read - other - non_finite
+    return StageStats(read=read, non_finite=non_finite, other_metrics=other, new=new, duplicates=kept - new)
