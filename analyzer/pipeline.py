@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .db import connect
+from .errors import AnalyzerError, ExitCode
 from .ingestion import IngestReport, ingest
 from .sources import discover
 from .summary import build_summary, parse_time
@@ -49,6 +50,8 @@ def run_main_job(
     wedge_window: str = "5m",
     prometheus: str | None = None,
     model_map: list[str] | None = None,
+    prometheus_selector: str | None = None,
+    prometheus_timeout: str = "60s",
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
@@ -59,12 +62,27 @@ def run_main_job(
     from .metrics import parse_duration
 
     parse_duration(wedge_window, "--wedge-window")  # a bad value fails before any work
+    deadline_s = parse_duration(prometheus_timeout, "--prometheus-timeout")
+    if prometheus_selector:
+        if not prometheus:
+            raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
+        from .metrics.prometheus import parse_selector
+
+        parse_selector(prometheus_selector)
+    if metrics:  # a missing metrics path, or a log given as metrics, fails before any work
+        from .metrics.readers import check_metric_paths
+
+        check_metric_paths(metrics)
     sources = discover(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
         with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:
             report = ingest(con, sources, strict=strict, progress=progress)
-        metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
+        from .metrics.progress import metrics_progress
+
+        with metrics_progress(sys.stderr.isatty() and not json_out) as mprogress:
+            metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt,
+                                         selector=prometheus_selector, deadline_s=deadline_s, progress=mprogress)
         refresh_turns(con)
         summary = build_summary(con, models=models, since=since_dt, until=until_dt)
         summary["ingest"] = report.to_dict()
@@ -80,7 +98,8 @@ def run_main_job(
     return summary
 
 
-def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until) -> list:
+def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until, *,
+                  selector=None, deadline_s=60.0, progress=None) -> list:
     """Load metric files and/or query Prometheus, then (re)compute the pod windows.
 
     Without metric options, windows are still recomputed when new log records
@@ -92,9 +111,11 @@ def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, w
     mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
-        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping))
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress))
     if prometheus:
-        loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping))
+        loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping,
+                                     selector=selector, timeout=deadline_s, progress=progress))
+
     if not loads and ingested.new_records and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
         recompute_windows(con, wedge_window)
     for load in loads:

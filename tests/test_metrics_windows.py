@@ -392,7 +392,8 @@ def test_a_tool_history_500_inside_a_wedge_is_wedged_pod(tmp_path, con):
         "failed_turns": 1, "detail": episode["detail"], "corroboration": episode["corroboration"],
     }
     # The gauges were exported (running 3, waiting 1 throughout); KV cache and the success counter were not.
-    assert episode["corroboration"]["text"].startswith("1/2 agree: running stuck at 3; waiting did not grow 1→1")
+    assert episode["corroboration"]["text"] == ("1/2 agree: running stuck at 3; waiting did not grow 1→1 "
+                                                "(no samples for: KV cache full, success counter flat)")
 
 
 def test_a_failure_inside_a_down_window_is_pod_down_through_the_model_map(tmp_path, con):

@@ -173,17 +173,26 @@ def prometheus_binary() -> str:
 @contextmanager
 def prometheus_server(binary: str, workdir: Path, target: str) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 scraping ``target`` every second; yield its URL."""
+    scrape_configs = (
+        "  - job_name: vllm\n"
+        "    static_configs:\n"
+        f"      - targets: ['{target}']\n"
+        "        labels: {pod: glm-5-0}\n"  # as Kubernetes relabeling would add it
+    )
+    with prometheus_running(binary, workdir, scrape_configs) as url:
+        yield url
+
+
+@contextmanager
+def prometheus_running(binary: str, workdir: Path, scrape_configs: str) -> Iterator[str]:
+    """Run Prometheus on 127.0.0.1 with these ``scrape_configs`` (YAML list items), 1 s interval; yield its URL."""
     port = free_port()
     config = workdir / "prometheus.yml"
     config.write_text(
         "global:\n"
         "  scrape_interval: 1s\n"
         "  scrape_timeout: 1s\n"
-        "scrape_configs:\n"
-        "  - job_name: vllm\n"
-        "    static_configs:\n"
-        f"      - targets: ['{target}']\n"
-        "        labels: {pod: glm-5-0}\n"  # as Kubernetes relabeling would add it
+        "scrape_configs:\n" + scrape_configs
     )
     log = (workdir / "prometheus.log").open("wb")
     proc = subprocess.Popen(

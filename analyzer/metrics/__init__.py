@@ -128,10 +128,8 @@ def load_metrics(
                 report.sources.append(shown)
                 report.warnings += notes
                 done += size
-            if progress:
-                progress(total, total, "pod windows")
             store_model_map(con, model_map)
-            result = write_windows(con, w_s)
+            result = write_windows(con, w_s, progress)
     finally:
         close_stage(scratch)
     return report._finish(result)
@@ -194,10 +192,8 @@ def load_prometheus(
         intern_labels(scratch, json.loads)
         with transaction(con):
             report._add(store_stage(con, scratch, shown))
-            if progress:
-                progress(1, 1, "pod windows")
             store_model_map(con, model_map)
-            result = write_windows(con, w_s)
+            result = write_windows(con, w_s, progress)
     finally:
         close_stage(scratch)
     return report._finish(result)

@@ -64,10 +64,13 @@ def corroborate(con: duckdb.DuckDBPyConnection,
         signals = [_running(by.get(REQUESTS_RUNNING)), _waiting(by.get(REQUESTS_WAITING)),
                    _kv(by.get(KV_CACHE_USAGE)), _success(by.get(REQUEST_SUCCESS))]
         known = [s for s in signals if s["agrees"] is not None]
+        unknown = [s["signal"] for s in signals if s["agrees"] is None]
         agreeing = sum(1 for s in known if s["agrees"])
-        head = f"{agreeing}/{len(known)} agree" if known else "no other signals"
-        out.append({"signals": signals, "agreeing": agreeing, "known": len(known),
-                    "text": head + ": " + "; ".join(s["text"] for s in signals)})
+        text = (f"{agreeing}/{len(known)} agree: " + "; ".join(s["text"] for s in known)) if known else \
+            "no other signals"
+        if known and unknown:
+            text += f" (no samples for: {', '.join(unknown)})"
+        out.append({"signals": signals, "agreeing": agreeing, "known": len(known), "text": text})
     return out
 
 

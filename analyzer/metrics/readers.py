@@ -94,6 +94,18 @@ def _not_a_proxy_log(path: Path, head: str) -> None:
             "(everything after --metrics up to the next option is read as metrics)")
 
 
+def check_metric_paths(paths: list[str]) -> None:
+    """Fail early on a metrics path that matches nothing or holds a proxy log (before any ingest).
+
+    Raises:
+        InputError: as :func:`stage_file` would, but before the logs are read.
+    """
+    from .formats import discover_metric_files
+
+    for path in discover_metric_files(paths):
+        _not_a_proxy_log(path, _head(path)[:4096])
+
+
 def stage_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
     """Read one metrics file into the stage (labels interned); return its form and notes.
 

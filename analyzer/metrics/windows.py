@@ -85,6 +85,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 import duckdb
 
@@ -520,8 +521,12 @@ def _merge(windows: list[Window]) -> list[Window]:
     return out
 
 
-def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
-    """Compute the wedged and down windows from the stored samples (without writing them)."""
+def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m",
+                    progress: Callable[[int, int, str], None] | None = None) -> WindowResult:
+    """Compute the wedged, down and sleeping windows from the stored samples (without writing them).
+
+    ``progress(done, total, what)`` is called per unit (pod and model) judged.
+    """
     w_us = round(parse_duration(wedge_window, "--wedge-window") * US)
     result = WindowResult()
     counters = _load_counters(con)
@@ -550,7 +555,9 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
                 f"wedge window ({w_us / US:g}s): every interval is a gap and no wedge can be seen "
                 "(use a finer step or a longer --wedge-window)")
 
-    for unit, runs in runs_of.items():
+    for i, (unit, runs) in enumerate(runs_of.items()):
+        if progress:
+            progress(i, len(runs_of), f"pod windows {unit[0]}")
         pod, model = unit
         others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
         log_demand = _log_demand(requests.get(model, []), others, w_us)
@@ -597,9 +604,10 @@ def recompute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float 
     return result
 
 
-def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
+def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m",
+                  progress: Callable[[int, int, str], None] | None = None) -> WindowResult:
     """:func:`recompute_windows` inside the caller's transaction (the loaders use it)."""
-    result = compute_windows(con, wedge_window)
+    result = compute_windows(con, wedge_window, progress)
     con.execute("DELETE FROM pod_windows")
     if result.windows:
         con.executemany(
