@@ -31,7 +31,7 @@ import duckdb
 
 from ..db import transaction
 from .formats import discover_metric_files
-from .stage import StageStats, close_stage, intern_labels, open_stage, stage_samples, store_stage
+from .stage import Series, StageStats, close_stage, intern_labels, open_stage, stage_samples, store_stage
 from .store import parse_model_map, store_model_map
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
 from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
@@ -117,14 +117,15 @@ def load_metrics(
     total = sum(sizes) or 1
     done = 0
     scratch = open_stage()
+    series = Series()  # label sets interned once across the files
     try:
         with transaction(con):
             for path, size in zip(files, sizes):
                 if progress:
                     progress(done, total, f"metrics {path.name}")
-                _form, notes = stage_file(scratch, path)
+                _form, notes = stage_file(scratch, path, series)
                 shown = str(path.resolve())
-                report._add(store_stage(con, scratch, shown))
+                report._add(store_stage(con, scratch, series, shown))
                 report.sources.append(shown)
                 report.warnings += notes
                 done += size
@@ -189,9 +190,9 @@ def load_prometheus(
     scratch = open_stage()
     try:
         stage_samples(scratch, fetched.samples)
-        intern_labels(scratch, json.loads)
+        series = intern_labels(scratch, json.loads)
         with transaction(con):
-            report._add(store_stage(con, scratch, shown))
+            report._add(store_stage(con, scratch, series, shown))
             store_model_map(con, model_map)
             result = write_windows(con, w_s, progress)
     finally:

@@ -37,7 +37,8 @@ FROM (
     SELECT metric, labels, ts, value, value - lag(value) OVER (PARTITION BY metric, labels ORDER BY ts) AS d
     FROM metric_samples
     WHERE pod IS NOT DISTINCT FROM $pod AND model_name = $model AND list_contains($metrics, metric)
-      AND ts >= $start AND ts < $end AND isfinite(value)  -- the end sample shows the change
+      -- the samples at both ends show the change (the last increase, the next one)
+      AND ts > $start AND ts < $end AND isfinite(value)
 )
 GROUP BY ALL
 """

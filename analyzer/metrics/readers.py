@@ -40,7 +40,7 @@ from .formats import (
     scrape_target_from_name,
     scrape_time_from_name,
 )
-from .stage import NAMES, STAGE, clear_stage, intern_labels, stage_samples
+from .stage import NAMES, STAGE, Series, clear_stage, intern_labels, stage_samples
 from .times import US
 
 #: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
@@ -106,8 +106,8 @@ def check_metric_paths(paths: list[str]) -> None:
         _not_a_proxy_log(path, _head(path)[:4096])
 
 
-def stage_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
-    """Read one metrics file into the stage (labels interned); return its form and notes.
+def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tuple[str, list[str]]:
+    """Read one metrics file into the stage (labels interned into ``series``); return its form and notes.
 
     Raises:
         InputError: the file cannot be read or does not parse in its detected form.
@@ -117,19 +117,19 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[st
     form = detect_form(head, path.name)
     try:
         if form == CSV:
-            _stage_csv(con, path, head)
+            _stage_csv(con, path, head, series)
             return CSV, []
         if form == JSON:
-            _stage_json(con, path)
+            _stage_json(con, path, series)
             return JSON, []
         if path.stat().st_size >= STREAM_BYTES:
-            return stage_text_stream(con, path)
+            return stage_text_stream(con, path, series)
     except _Fallback:
         clear_stage(con)
     read = read_metrics_file(path)  # raises InputError with the precise reason
     stage_samples(con, read.samples)
     intern_labels(con, lambda key: json.loads(key), scrape_target_from_name(path) if read.form in (
-        EXPOSITION, OPENMETRICS) else None)
+        EXPOSITION, OPENMETRICS) else None, series)
     return read.form, read.notes
 
 
@@ -145,7 +145,7 @@ def _csv_epoch_us(col: str) -> str:
             f"ELSE epoch_us(TRY_CAST(trim({col}) AS TIMESTAMPTZ)) END")
 
 
-def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str) -> None:
+def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Series) -> None:
     header = [h.strip().lower() for h in next(csv.reader([head.splitlines()[0] if head else ""]), [])]
     if any(c not in header for c in CSV_COLUMNS):
         raise _Fallback  # the Python parser says which column is missing
@@ -166,7 +166,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str) -> None:
     if bad:
         raise _Fallback
     try:
-        intern_labels(con, parse_labels_field)
+        intern_labels(con, parse_labels_field, series=series)
     except ValueError as exc:
         raise _Fallback from exc
 
@@ -175,7 +175,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str) -> None:
 # Prometheus API JSON
 
 
-def _stage_json(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
     docs = f"""
         SELECT row_number() OVER () AS d, coalesce(json -> 'data', json) AS data, json ->> 'status' AS status
         FROM read_json_objects($path, format = 'auto', maximum_object_size = {_MAX_JSON_OBJECT},
@@ -223,7 +223,7 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         return {str(k): str(v) for k, v in doc.items()}
 
     try:
-        intern_labels(con, parse)
+        intern_labels(con, parse, series=series)
     except ValueError as exc:
         raise _Fallback from exc
 
@@ -232,7 +232,7 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 # Text exposition, streamed
 
 
-def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, list[str]]:
+def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tuple[str, list[str]]:
     """Stream a text scrape (0.0.4 or OpenMetrics) of any size into the stage.
 
     Only lines of kept metrics (and ``# EOF``) are kept from DuckDB's line reader;
@@ -288,7 +288,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, 
     if not staged:
         notes.append(f"{path}: no samples (read as {form})")
     try:
-        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, scrape_target_from_name(path))
+        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, scrape_target_from_name(path), series)
     except ValueError as exc:
         raise InputError(f"{path}: not a valid {form} metrics file: {exc}") from exc
     return form, notes

@@ -36,6 +36,17 @@ STAGE = "_metric_stage"
 LABELS = "_metric_labels"
 NAMES = "_metric_names"
 
+#: The stored metric names, numbered (the stage carries the number, not the name).
+CANONICAL = tuple(sorted({canonical_name(s) for s in KEPT_SPELLINGS}))
+
+
+@dataclass
+class Series:
+    """The series interned so far in one load: canonical labels -> id, and what each names."""
+
+    ids: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    rows: list[tuple] = field(default_factory=list)  # (sid, labels JSON, pod, model_name, instance, job)
+
 
 @dataclass
 class StageStats:
@@ -64,10 +75,10 @@ def open_stage() -> duckdb.DuckDBPyConnection:
     scratch.execute("CREATE TABLE _spill_dir AS SELECT ?::VARCHAR AS path", [spill])
     scratch.execute(f"""CREATE TABLE {STAGE} (
         ord BIGINT, metric VARCHAR, label_key VARCHAR, ts_us BIGINT, value DOUBLE)""")
-    scratch.execute(f"""CREATE TABLE {LABELS} (
-        label_key VARCHAR, labels VARCHAR, pod VARCHAR, model_name VARCHAR, instance VARCHAR, job VARCHAR)""")
-    scratch.execute(f"CREATE TABLE {NAMES} (spelling VARCHAR, metric VARCHAR)")
-    scratch.executemany(f"INSERT INTO {NAMES} VALUES (?, ?)", [[s, canonical_name(s)] for s in KEPT_SPELLINGS])
+    scratch.execute(f"CREATE TABLE {LABELS} (label_key VARCHAR, sid INTEGER)")
+    scratch.execute(f"CREATE TABLE {NAMES} (spelling VARCHAR, mid INTEGER)")
+    scratch.executemany(f"INSERT INTO {NAMES} VALUES (?, ?)",
+                        [[s, CANONICAL.index(canonical_name(s))] for s in KEPT_SPELLINGS])
     return scratch
 
 
@@ -123,62 +134,102 @@ def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample])
 
 
 def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]],
-                  fallback_pod: str | None = None) -> None:
-    """Parse each distinct ``label_key`` of the kept samples once into ``_metric_labels``.
+                  fallback_pod: str | None = None, series: Series | None = None) -> Series:
+    """Parse each distinct ``label_key`` of the kept samples once; map it to its series id.
+
+    Two spellings of one label set (JSON and ``k=v``) are one series. Returns
+    ``series`` (a new one when None) with the series added.
 
     Raises:
         ValueError: (from ``parse``) a label set that does not parse.
     """
+    series = series if series is not None else Series()
     keys = [k for (k,) in scratch.execute(
         f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric").fetchall()]
     rows = []
     for key in keys:
         labels = parse(key)
         labels.pop("__name__", None)
-        instance, job = target_of(labels)
-        rows.append([key, labels_json(labels), pod_identity(labels, fallback_pod), labels.get("model_name"),
-                     instance, job])
+        canonical, pod = labels_json(labels), pod_identity(labels, fallback_pod)
+        sid = series.ids.get((canonical, pod))
+        if sid is None:
+            sid = series.ids[(canonical, pod)] = len(series.rows)
+            series.rows.append((sid, canonical, pod, labels.get("model_name"), *target_of(labels)))
+        rows.append([key, sid])
     if rows:
-        scratch.executemany(f"INSERT INTO {LABELS} VALUES (?, ?, ?, ?, ?, ?)", rows)
+        scratch.executemany(f"INSERT INTO {LABELS} VALUES (?, ?)", rows)
+    return series
 
 
-def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection, source: str) -> StageStats:
+def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection, series: Series,
+                source: str) -> StageStats:
     """Insert the staged samples of kept metrics not yet in ``con``; empty the stage; return the counts.
 
-    Runs inside the caller's transaction on ``con``, if any. Call :func:`intern_labels` first.
+    Runs inside the caller's transaction on ``con``, if any. Call :func:`intern_labels`
+    first. Only integers, times and values cross from the scratch database; each
+    series' labels cross once.
     """
-    read, other, non_finite = scratch.execute(f"""
-        SELECT count(*), count(*) FILTER (WHERE n.metric IS NULL),
-               count(*) FILTER (WHERE n.metric IS NOT NULL AND NOT isfinite(s.value))
+    import pyarrow as pa
+
+    read, other, non_finite, lo, hi = scratch.execute(f"""
+        SELECT count(*), count(*) FILTER (WHERE n.mid IS NULL),
+               count(*) FILTER (WHERE n.mid IS NOT NULL AND NOT isfinite(s.value)),
+               min(s.ts_us) FILTER (WHERE n.mid IS NOT NULL), max(s.ts_us) FILTER (WHERE n.mid IS NOT NULL)
         FROM {STAGE} s LEFT JOIN {NAMES} n ON n.spelling = s.metric""").fetchall()[0]
+    kept = read - other - non_finite
+    if not kept:
+        clear_stage(scratch)
+        return StageStats(read=read, non_finite=non_finite, other_metrics=other)
+    cols = list(zip(*series.rows))
+    con.register("_metric_series_in", pa.table({
+        "sid": pa.array(cols[0], pa.int32()), "labels": pa.array(cols[1], pa.string()),
+        "pod": pa.array(cols[2], pa.string()), "model_name": pa.array(cols[3], pa.string()),
+        "instance": pa.array(cols[4], pa.string()), "job": pa.array(cols[5], pa.string())}))
+    con.register("_metric_names_in", pa.table({"mid": pa.array(range(len(CANONICAL)), pa.int32()),
+                                                "metric": pa.array(CANONICAL, pa.string())}))
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
     # marker); infinities neither. Within the input the first point in order wins.
     stream = scratch.sql(f"""
-        SELECT n.metric, l.pod, l.model_name, l.instance, l.job, l.labels, st.ts_us,
-               arg_min(st.value, st.ord) AS value
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, st.ord) AS value
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric
         JOIN {LABELS} l ON l.label_key = st.label_key
         WHERE isfinite(st.value)
         GROUP BY ALL
-        """).to_arrow_reader(batch_size=100_000)
+        """).to_arrow_reader(batch_size=200_000)
     con.register("_metric_in", stream)
     try:
-        new = con.execute("""
-        INSERT INTO metric_samples (metric, pod, model_name, instance, job, labels, ts, value, source)
-        SELECT s.metric, s.pod, s.model_name, s.instance, s.job, s.labels::JSON, make_timestamp(s.ts_us),
-               s.value, $source
-        FROM _metric_in s
-        WHERE NOT EXISTS (
-            SELECT 1 FROM metric_samples m
-            WHERE m.metric = s.metric
-              AND m.pod IS NOT DISTINCT FROM s.pod
-              AND m.ts = make_timestamp(s.ts_us)
-              AND m.labels::VARCHAR = s.labels::JSON::VARCHAR)
-        """, {"source": source}).fetchall()[0][0]
+        con.execute("""CREATE OR REPLACE TEMP TABLE _metric_series AS
+                       SELECT sid, labels::JSON AS labels, pod, model_name, instance, job FROM _metric_series_in""")
+        pods = [r[2] for r in series.rows]
+        # Only a load that overlaps stored samples (same pods, same time span) needs
+        # the anti-join that keeps a point stored once; a fresh week skips it.
+        overlap = con.execute(
+            """SELECT count(*) FROM metric_samples
+               WHERE ts BETWEEN make_timestamp($lo) AND make_timestamp($hi)
+                 AND (list_contains($pods, pod) OR (pod IS NULL AND $null_pod))""",
+            {"lo": lo, "hi": hi, "pods": [p for p in pods if p is not None], "null_pod": None in pods},
+        ).fetchall()[0][0]
+        new_only = """
+            AND NOT EXISTS (
+                SELECT 1 FROM metric_samples m
+                WHERE m.metric = n.metric
+                  AND m.pod IS NOT DISTINCT FROM r.pod
+                  AND m.ts = make_timestamp(s.ts_us)
+                  AND m.labels::VARCHAR = r.labels::VARCHAR)""" if overlap else ""
+        new = con.execute(f"""
+            INSERT INTO metric_samples (metric, pod, model_name, instance, job, labels, ts, value, source)
+            SELECT n.metric, r.pod, r.model_name, r.instance, r.job, r.labels, make_timestamp(s.ts_us),
+                   s.value, $source
+            FROM _metric_in s
+            JOIN _metric_series r ON r.sid = s.sid
+            JOIN _metric_names_in n ON n.mid = s.mid
+            WHERE true {new_only}
+            """, {"source": source}).fetchall()[0][0]
     finally:
-        con.unregister("_metric_in")
+        for name in ("_metric_in", "_metric_series_in", "_metric_names_in"):
+            con.unregister(name)
+        con.execute("DROP TABLE IF EXISTS _metric_series")
         stream.close()
     clear_stage(scratch)
-    kept = read - other - non_finite
     return StageStats(read=read, non_finite=non_finite, other_metrics=other, new=new, duplicates=kept - new)
