@@ -285,3 +285,27 @@ def test_a_malformed_line_of_a_kept_metric_in_a_streamed_scrape_names_the_line(t
     with pytest.raises(InputError, match=r"bad.prom: not a valid text-0.0.4 metrics file: line 3"):
         load_metrics(con, [str(path)])
     assert con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] == 0
+
+
+def test_csv_and_json_exports_are_read_by_duckdb_not_the_python_parser(tmp_path, monkeypatch, con):
+    """The fast readers must take well-formed exports themselves; the Python parser is only the referee."""
+    import analyzer.metrics.readers as readers
+
+    def referee(path):
+        raise AssertionError(f"fell back to the Python parser for {path}")
+
+    labels = {"pod": "p1", "namespace": "llm", "model_name": "glm-5", "engine": "0"}
+    csv_path = write_csv(tmp_path / "m.csv", series_rows(phases(("busy", 10), ("wedged", 20), ("busy", 10)), labels))
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": "vllm_num_requests_waiting", **labels, "pod": "p2"},
+         "values": [[1_800_000_000 + 15 * i, str(i)] for i in range(10)] + [[1_800_000_150.5, "NaN"]]}]}}
+    (tmp_path / "r.json").write_text(json.dumps([doc, {"resultType": "vector", "result": [
+        {"metric": {"__name__": "up", "pod": "p2", "namespace": "llm"}, "value": [1_800_000_000.25, "1"]}]}]))
+    monkeypatch.setattr(readers, "read_metrics_file", referee)
+    report = load_metrics(con, [csv_path, str(tmp_path / "r.json")], wedge_window=W)
+    assert report.samples_new == 40 * 3 + 10 + 1 and report.non_finite == 1
+    assert windows(con) == [("llm/p1", "glm-5", "wedged", t_of(9), t_of(30))]
+    got = con.execute("SELECT metric, pod, epoch_us(ts), value FROM metric_samples WHERE pod = 'llm/p2' "
+                      "ORDER BY metric, ts LIMIT 2").fetchall()
+    assert got == [("up", "llm/p2", 1_800_000_000_250_000, 1.0),
+                   ("vllm:num_requests_waiting", "llm/p2", 1_800_000_000_000_000, 0.0)]

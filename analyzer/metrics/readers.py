@@ -40,6 +40,7 @@ from .formats import (
     scrape_target_from_name,
     scrape_time_from_name,
 )
+from .samples import KEPT_SPELLINGS
 from .stage import NAMES, STAGE, Series, clear_stage, intern_labels, stage_samples
 from .times import US
 
@@ -47,13 +48,24 @@ from .times import US
 STREAM_BYTES = 32 * 1024 * 1024
 
 _HEAD_BYTES = 64 * 1024
-_MAX_JSON_OBJECT = 2**31 - 1  # one query_range response of a week can be hundreds of MB
+# DuckDB's JSON reader allocates its buffer from this bound: a plain file's size is the
+# largest document it can hold; a gzipped one is given room to inflate.
+_MAX_JSON_OBJECT = 2**31 - 1
+_GZIP_JSON_OBJECT = 512 * 1024 * 1024
 
 # A sample line: name, optional {labels} (values may hold } and escaped quotes),
 # value, optional timestamp, optional OpenMetrics exemplar (# {...} v t).
 _SAMPLE_RE = (r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})?\s+(\S+)'
               r'(?:\s+([-+]?[0-9][0-9.eE+-]*))?\s*(?:#.*)?$')
 _NAME_RE = r'^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)'
+
+
+# Every kept name but `up` is at least this long: its first characters pre-select a line.
+_PREFIX = min(len(s) for s in KEPT_SPELLINGS if s != "up")
+
+
+def _prefixes() -> list[str]:
+    return sorted({s[:_PREFIX] for s in KEPT_SPELLINGS if s != "up"})
 
 
 class _Fallback(Exception):
@@ -176,12 +188,14 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
 
 
 def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
+    comp = _compression(path)
+    bound = _GZIP_JSON_OBJECT if comp == "gzip" else path.stat().st_size + 1024
     docs = f"""
         SELECT row_number() OVER () AS d, coalesce(json -> 'data', json) AS data, json ->> 'status' AS status
-        FROM read_json_objects($path, format = 'auto', maximum_object_size = {_MAX_JSON_OBJECT},
+        FROM read_json_objects($path, format = 'auto', maximum_object_size = {min(bound, _MAX_JSON_OBJECT)},
                                compression = $comp)
     """
-    params = {"path": str(path), "comp": _compression(path)}
+    params = {"path": str(path), "comp": comp}
     try:
         # Anything but success responses (or bare `data`) of matrix/vector results: the Python parser says what.
         odd = con.execute(f"""
@@ -192,22 +206,25 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
             """, params).fetchall()[0][0]
         if odd:
             raise _Fallback
+        # Typed lists, not JSON strings: a week's answer is millions of [time, "value"] pairs.
         con.execute(f"""
             INSERT INTO {STAGE}
-            WITH series AS (
-                SELECT d, data ->> 'resultType' AS kind, unnest(CAST(coalesce(data -> 'result', '[]') AS JSON[])) AS s
+            WITH res AS (
+                SELECT d, data ->> 'resultType' AS kind,
+                       from_json(coalesce(data -> 'result', '[]'),
+                                 '[{{"metric": "JSON", "values": [["VARCHAR"]], "value": ["VARCHAR"]}}]') AS r
                 FROM ({docs})
-            ), numbered AS (
-                SELECT row_number() OVER (ORDER BY d) AS sid, kind, s FROM series
+            ), series AS (
+                SELECT d, kind, unnest(r) AS s, generate_subscripts(r, 1) AS i FROM res
             ), points AS (
-                SELECT sid, s -> 'metric' AS m,
-                       unnest(CASE WHEN kind = 'matrix' THEN CAST(coalesce(s -> 'values', '[]') AS JSON[])
-                                   WHEN s -> 'value' IS NULL THEN []::JSON[]
-                                   ELSE [s -> 'value'] END) AS p
-                FROM numbered
+                SELECT d, i, s.metric AS m, unnest(pts) AS p, generate_subscripts(pts, 1) AS j
+                FROM (SELECT d, i, s, CASE WHEN kind = 'matrix' THEN coalesce(s."values", [])
+                                           WHEN s."value" IS NULL THEN []
+                                           ELSE [s."value"] END AS pts
+                      FROM series)
             )
-            SELECT row_number() OVER (ORDER BY sid) AS ord, coalesce(m ->> '__name__', ''), coalesce(m, '{{}}')::VARCHAR,
-                   round(CAST(p ->> 0 AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p ->> 1 AS DOUBLE)
+            SELECT (d::BIGINT << 42) + (i::BIGINT << 21) + j, coalesce(m ->> '__name__', ''),
+                   coalesce(m, '{{}}')::VARCHAR, round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
             FROM points
             """, params)
     except duckdb.Error as exc:
@@ -248,12 +265,16 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
             SELECT n, line
             FROM read_csv($path, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '', escape = '',
                           header = false, auto_detect = false, strict_mode = false, compression = $comp,
-                          max_line_size = 16777216)
+                          max_line_size = 1048576, buffer_size = 16777216)
                  WITH ORDINALITY AS t(line, n)
         )
         WHERE line = '# EOF'
-           OR regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES})
-        """, {"path": str(path), "comp": _compression(path)})
+           -- a cheap look at the first characters sorts out the histogram lines (most of a
+           -- vLLM scrape) before the exact name is taken
+           OR ((left(line, {_PREFIX}) IN (SELECT unnest($prefixes)) OR starts_with(line, 'up{{')
+                OR starts_with(line, 'up ') OR starts_with(line, ' ') OR starts_with(line, chr(9)))
+               AND regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES}))
+        """, {"path": str(path), "comp": _compression(path), "prefixes": _prefixes()})
     try:
         openmetrics = con.execute("SELECT count(*) FROM _metric_lines WHERE line = '# EOF'").fetchall()[0][0] > 0
         form = OPENMETRICS if openmetrics else EXPOSITION
