@@ -299,7 +299,7 @@ from analyzer.metrics import load_metrics
 con = connect(sys.argv[1])
 t = time.perf_counter()
 r = load_metrics(con, sys.argv[2:])
-print(f"{time.perf_counter() - t:.3f} {r.samples_read} {r.samples_new}")
+print("RESULT", f"{time.perf_counter() - t:.3f} {r.samples_read} {r.samples_new}")
 con.close()
 """
 
@@ -328,7 +328,7 @@ def run(tmpdir: str | Path, *, scrape_bytes: int = 1024**3, data_dir: str | Path
         db = tmp / f"form-{i}.duckdb"
         db.unlink(missing_ok=True)
         _wall, rss, out = _child(["-c", _LOAD, str(db), *paths])
-        seconds, read, new = out.split()
+        seconds, read, new = out.split("RESULT", 1)[1].split()
         rows.append((f"{label} ({int(new):,} stored)", float(seconds), rss))
         db.unlink(missing_ok=True)
     logs = str(data / "logs" / "week.jsonl")

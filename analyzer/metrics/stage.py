@@ -72,6 +72,9 @@ def open_stage() -> duckdb.DuckDBPyConnection:
     scratch.execute("SET memory_limit = ?", [SCRATCH_MEMORY])
     scratch.execute("SET temp_directory = ?", [spill])
     scratch.execute("SET preserve_insertion_order = true")
+    # DuckDB draws its own progress bar on stdout for long reads (a big scrape): that
+    # would corrupt `--json`; the analyzer shows progress on stderr itself.
+    scratch.execute("SET enable_progress_bar = false")
     scratch.execute("CREATE TABLE _spill_dir AS SELECT ?::VARCHAR AS path", [spill])
     scratch.execute(f"""CREATE TABLE {STAGE} (
         ord BIGINT, metric VARCHAR, label_key VARCHAR, ts_us BIGINT, value DOUBLE)""")

@@ -150,7 +150,7 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
     rows = con.execute(
         """
-        SELECT pod, model_name, labels::VARCHAR AS series, epoch_us(ts), value
+        SELECT pod, model_name, hash(labels::VARCHAR) AS series, epoch_us(ts), value  -- a series id; sorts fast
         FROM metric_samples
         WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
         ORDER BY pod NULLS FIRST, model_name, series, ts
