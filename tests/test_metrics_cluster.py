@@ -259,12 +259,16 @@ def test_the_streamed_text_reader_reads_what_prometheus_client_reads(tmp_path):
         assert value == ref.value or (math.isnan(value) and math.isnan(ref.value))
 
 
-def test_a_streamed_scrape_loads_like_a_small_one(tmp_path, monkeypatch, con):
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_streamed_scrape_loads_like_a_small_one(tmp_path, monkeypatch, con, gz):
+    import gzip
+
     import analyzer.metrics.readers as readers
 
-    path = tmp_path / "big.prom"
-    path.write_text("".join(SCRAPES.format(ms=1_800_000_000_000 + 15_000 * i, running=1, tokens=10.0 * i, up=1)
-                            for i in range(20)))
+    path = tmp_path / ("big.prom.gz" if gz else "big.prom")
+    text = "".join(SCRAPES.format(ms=1_800_000_000_000 + 15_000 * i, running=1, tokens=10.0 * i, up=1)
+                   for i in range(20))
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
     small = load_metrics(con, [str(path)])
     stored = con.execute("SELECT metric, pod, labels::VARCHAR, ts, value FROM metric_samples ORDER BY ALL").fetchall()
     con.execute("DELETE FROM metric_samples")

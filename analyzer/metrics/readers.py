@@ -121,6 +121,8 @@ def check_metric_paths(paths: list[str]) -> None:
 def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tuple[str, list[str]]:
     """Read one metrics file into the stage (labels interned into ``series``); return its form and notes.
 
+    ``con`` is the scratch database of :func:`~.stage.open_stage`, never the analyzer's.
+
     Raises:
         InputError: the file cannot be read or does not parse in its detected form.
     """
