@@ -31,7 +31,7 @@ import duckdb
 
 from ..db import transaction
 from .formats import discover_metric_files
-from .stage import Series, StageStats, close_stage, intern_labels, open_stage, stage_samples, store_stage
+from .stage import Series, StageStats, close_stage, intern_labels, open_stage, seal_input, stage_samples, store_stage
 from .store import parse_model_map, store_model_map
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
 from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
@@ -119,16 +119,18 @@ def load_metrics(
     scratch = open_stage()
     series = Series()  # label sets interned once across the files
     try:
+        for src, (path, size) in enumerate(zip(files, sizes)):
+            if progress:
+                progress(done, total, f"metrics {path.name}")
+            _form, notes = stage_file(scratch, path, series)
+            seal_input(scratch, src)
+            report.sources.append(str(path.resolve()))
+            report.warnings += notes
+            done += size
         with transaction(con):
-            for path, size in zip(files, sizes):
-                if progress:
-                    progress(done, total, f"metrics {path.name}")
-                _form, notes = stage_file(scratch, path, series)
-                shown = str(path.resolve())
-                report._add(store_stage(con, scratch, series, shown))
-                report.sources.append(shown)
-                report.warnings += notes
-                done += size
+            # Every file of the load in one INSERT: the files were all read first, so one
+            # that does not parse has stopped the load before anything was written.
+            report._add(store_stage(con, scratch, series, report.sources))
             store_model_map(con, model_map)
             result = write_windows(con, w_s, progress)
     finally:
@@ -191,8 +193,9 @@ def load_prometheus(
     try:
         stage_samples(scratch, fetched.samples)
         series = intern_labels(scratch, json.loads)
+        seal_input(scratch, 0)
         with transaction(con):
-            report._add(store_stage(con, scratch, series, shown))
+            report._add(store_stage(con, scratch, series, [shown]))
             store_model_map(con, model_map)
             result = write_windows(con, w_s, progress)
     finally:

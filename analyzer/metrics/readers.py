@@ -41,7 +41,7 @@ from .formats import (
     scrape_time_from_name,
 )
 from .samples import KEPT_SPELLINGS
-from .stage import NAMES, STAGE, Series, clear_stage, intern_labels, stage_samples
+from .stage import NAMES, STAGE, STAGE_COLUMNS, Series, clear_stage, intern_labels, stage_samples
 from .times import US
 
 #: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
@@ -167,7 +167,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     pos = {c: f"c{header.index(c)}" for c in CSV_COLUMNS}
     try:
         con.execute(f"""
-            INSERT INTO {STAGE}
+            INSERT INTO {STAGE} {STAGE_COLUMNS}
             SELECT row_number() OVER () AS ord, trim({pos['metric']}), trim({pos['labels']}),
                    {_csv_epoch_us(pos['timestamp'])}, TRY_CAST(trim({pos['value']}) AS DOUBLE)
             FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
@@ -176,7 +176,8 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
             """, {"path": str(path), "columns": columns, "comp": _compression(path)})
     except duckdb.Error as exc:  # unquoted commas in labels, a ragged row: the Python parser decides
         raise _Fallback from exc
-    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE ts_us IS NULL OR value IS NULL").fetchall()[0][0]
+    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
+                      ).fetchall()[0][0]
     if bad:
         raise _Fallback
     try:
@@ -210,7 +211,7 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
             raise _Fallback
         # Typed lists, not JSON strings: a week's answer is millions of [time, "value"] pairs.
         con.execute(f"""
-            INSERT INTO {STAGE}
+            INSERT INTO {STAGE} {STAGE_COLUMNS}
             WITH res AS (
                 SELECT d, data ->> 'resultType' AS kind,
                        from_json(coalesce(data -> 'result', '[]'),
@@ -231,7 +232,8 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
             """, params)
     except duckdb.Error as exc:
         raise _Fallback from exc
-    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE ts_us IS NULL OR value IS NULL").fetchall()[0][0]
+    bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
+                      ).fetchall()[0][0]
     if bad:
         raise _Fallback
 
@@ -294,7 +296,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
         # 0.0.4 timestamps are milliseconds, OpenMetrics' seconds.
         scale = "1e6" if openmetrics else "1e3"
         con.execute(f"""
-            INSERT INTO {STAGE}
+            INSERT INTO {STAGE} {STAGE_COLUMNS}
             SELECT n, x.name, coalesce(x.labels, ''),
                    CASE WHEN x.ts = '' THEN $default_ts ELSE round(CAST(x.ts AS DOUBLE) * {scale})::BIGINT END,
                    CAST(x.value AS DOUBLE)
@@ -302,7 +304,8 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
                   FROM _metric_lines WHERE line <> '# EOF')
             """, {"default_ts": default_ts})
         staged, untimed = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE ts_us = $t) FROM {STAGE}", {"t": default_ts}).fetchall()[0]
+            f"SELECT count(*), count(*) FILTER (WHERE ts_us = $t) FROM {STAGE} WHERE src IS NULL",
+            {"t": default_ts}).fetchall()[0]
     except duckdb.Error as exc:
         raise InputError(f"{path}: not a valid text metrics file: {exc}") from exc
     finally:

@@ -76,9 +76,10 @@ def open_stage() -> duckdb.DuckDBPyConnection:
     # would corrupt `--json`; the analyzer shows progress on stderr itself.
     scratch.execute("SET enable_progress_bar = false")
     scratch.execute("CREATE TABLE _spill_dir AS SELECT ?::VARCHAR AS path", [spill])
+    # src: the input a row came from (NULL while that input is being read, see seal_input).
     scratch.execute(f"""CREATE TABLE {STAGE} (
-        ord BIGINT, metric VARCHAR, label_key VARCHAR, ts_us BIGINT, value DOUBLE)""")
-    scratch.execute(f"CREATE TABLE {LABELS} (label_key VARCHAR, sid INTEGER)")
+        ord BIGINT, metric VARCHAR, label_key VARCHAR, ts_us BIGINT, value DOUBLE, src INTEGER)""")
+    scratch.execute(f"CREATE TABLE {LABELS} (label_key VARCHAR, sid INTEGER, src INTEGER)")
     scratch.execute(f"CREATE TABLE {NAMES} (spelling VARCHAR, mid INTEGER)")
     scratch.executemany(f"INSERT INTO {NAMES} VALUES (?, ?)",
                         [[s, CANONICAL.index(canonical_name(s))] for s in KEPT_SPELLINGS])
@@ -94,10 +95,20 @@ def close_stage(scratch: duckdb.DuckDBPyConnection) -> None:
     shutil.rmtree(spill, ignore_errors=True)
 
 
+#: The columns a reader fills (``src`` is set by :func:`seal_input`).
+STAGE_COLUMNS = "(ord, metric, label_key, ts_us, value)"
+
+
 def clear_stage(scratch: duckdb.DuckDBPyConnection) -> None:
-    """Empty the stage (a reader gave up half-way, or the input is stored)."""
-    scratch.execute(f"DELETE FROM {STAGE}")
-    scratch.execute(f"DELETE FROM {LABELS}")
+    """Drop what the input being read staged so far (a reader gave up half-way on it)."""
+    scratch.execute(f"DELETE FROM {STAGE} WHERE src IS NULL")
+    scratch.execute(f"DELETE FROM {LABELS} WHERE src IS NULL")
+
+
+def seal_input(scratch: duckdb.DuckDBPyConnection, src: int) -> None:
+    """Mark the rows of the input just read as input number ``src`` (the order inputs were given)."""
+    scratch.execute(f"UPDATE {STAGE} SET src = $src WHERE src IS NULL", {"src": src})
+    scratch.execute(f"UPDATE {LABELS} SET src = $src WHERE src IS NULL", {"src": src})
 
 
 def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample]) -> int:
@@ -130,7 +141,7 @@ def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample])
     })
     scratch.register("_metric_arrow", arrow)
     try:
-        scratch.execute(f"INSERT INTO {STAGE} SELECT * FROM _metric_arrow")
+        scratch.execute(f"INSERT INTO {STAGE} {STAGE_COLUMNS} SELECT * FROM _metric_arrow")
     finally:
         scratch.unregister("_metric_arrow")
     return len(cols["ord"])
@@ -148,7 +159,8 @@ def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dic
     """
     series = series if series is not None else Series()
     keys = [k for (k,) in scratch.execute(
-        f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric").fetchall()]
+        f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric WHERE s.src IS NULL"
+    ).fetchall()]
     rows = []
     for key in keys:
         labels = parse(key)
@@ -160,16 +172,17 @@ def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dic
             series.rows.append((sid, canonical, pod, labels.get("model_name"), *target_of(labels)))
         rows.append([key, sid])
     if rows:
-        scratch.executemany(f"INSERT INTO {LABELS} VALUES (?, ?)", rows)
+        scratch.executemany(f"INSERT INTO {LABELS} (label_key, sid) VALUES (?, ?)", rows)
     return series
 
 
 def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection, series: Series,
-                source: str) -> StageStats:
+                sources: list[str]) -> StageStats:
     """Insert the staged samples of kept metrics not yet in ``con``; empty the stage; return the counts.
 
-    Runs inside the caller's transaction on ``con``, if any. Call :func:`intern_labels`
-    first. Only integers, times and values cross from the scratch database; each
+    ``sources[src]`` names input ``src`` (stored with its samples). All inputs of a
+    load go in one ``INSERT``. Runs inside the caller's transaction on ``con``, if
+    any. Only integers, times and values cross from the scratch database; each
     series' labels cross once.
     """
     import pyarrow as pa
@@ -181,7 +194,7 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
         FROM {STAGE} s LEFT JOIN {NAMES} n ON n.spelling = s.metric""").fetchall()[0]
     kept = read - other - non_finite
     if not kept:
-        clear_stage(scratch)
+        _empty(scratch)
         return StageStats(read=read, non_finite=non_finite, other_metrics=other)
     cols = list(zip(*series.rows))
     con.register("_metric_series_in", pa.table({
@@ -190,15 +203,17 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
         "instance": pa.array(cols[4], pa.string()), "job": pa.array(cols[5], pa.string())}))
     con.register("_metric_names_in", pa.table({"mid": pa.array(range(len(CANONICAL)), pa.int32()),
                                                 "metric": pa.array(CANONICAL, pa.string())}))
+    con.register("_metric_sources_in", pa.table({"src": pa.array(range(len(sources)), pa.int32()),
+                                                  "source": pa.array(sources, pa.string())}))
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
     # marker); infinities neither. Within the input the first point in order wins.
     stream = scratch.sql(f"""
-        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, st.ord) AS value
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src, st.ord)) AS value, min(st.src) AS src
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric
-        JOIN {LABELS} l ON l.label_key = st.label_key
+        JOIN {LABELS} l ON l.label_key = st.label_key AND l.src = st.src
         WHERE isfinite(st.value)
-        GROUP BY ALL
+        GROUP BY n.mid, l.sid, st.ts_us
         """).to_arrow_reader(batch_size=200_000)
     con.register("_metric_in", stream)
     try:
@@ -223,16 +238,22 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
         new = con.execute(f"""
             INSERT INTO metric_samples (metric, pod, model_name, instance, job, labels, ts, value, source)
             SELECT n.metric, r.pod, r.model_name, r.instance, r.job, r.labels, make_timestamp(s.ts_us),
-                   s.value, $source
+                   s.value, f.source
             FROM _metric_in s
             JOIN _metric_series r ON r.sid = s.sid
             JOIN _metric_names_in n ON n.mid = s.mid
+            JOIN _metric_sources_in f ON f.src = s.src
             WHERE true {new_only}
-            """, {"source": source}).fetchall()[0][0]
+            """).fetchall()[0][0]
     finally:
-        for name in ("_metric_in", "_metric_series_in", "_metric_names_in"):
+        for name in ("_metric_in", "_metric_series_in", "_metric_names_in", "_metric_sources_in"):
             con.unregister(name)
         con.execute("DROP TABLE IF EXISTS _metric_series")
         stream.close()
-    clear_stage(scratch)
+    _empty(scratch)
     return StageStats(read=read, non_finite=non_finite, other_metrics=other, new=new, duplicates=kept - new)
+
+
+def _empty(scratch: duckdb.DuckDBPyConnection) -> None:
+    scratch.execute(f"DELETE FROM {STAGE}")
+    scratch.execute(f"DELETE FROM {LABELS}")

@@ -80,7 +80,6 @@ say which pod served the turn), so the episodes add up to the classes.
 from __future__ import annotations
 
 import bisect
-import itertools
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -138,43 +137,38 @@ class WindowResult:
 # Loading what the rule reads
 
 
-def _grouped(rows, key_len: int) -> dict[tuple, list]:
-    """Rows sorted by their first ``key_len`` columns -> {key: [rest, ...]}."""
-    out: dict[tuple, list] = {}
-    for key, group in itertools.groupby(rows, key=lambda r: tuple(r[:key_len])):
-        out[key] = [r[key_len:] if len(r) - key_len > 1 else r[key_len] for r in group]
-    return out
+def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list, ...]]:
+    """``sql`` returns ``key_len`` key columns, then lists (aggregated in SQL, sorted
+    by time): -> {key: (list, ...)}. DuckDB groups; Python never walks row tuples."""
+    return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
 
 
 def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
-    rows = con.execute(
-        """
-        SELECT pod, model_name, hash(labels::VARCHAR) AS series, epoch_us(ts), value  -- a series id; sorts fast
+    found = _lists(con, """
+        SELECT pod, model_name, labels::VARCHAR, list(epoch_us(ts) ORDER BY ts), list(value ORDER BY ts)
         FROM metric_samples
         WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
-        ORDER BY pod NULLS FIRST, model_name, series, ts
-        """,
-        {"m": GENERATION_TOKENS},
-    ).fetchall()
+        GROUP BY ALL
+        """, {"m": GENERATION_TOKENS}, 3)
     out: dict[Unit, list] = defaultdict(list)
-    for (pod, model, _series), points in _grouped(rows, 3).items():
-        out[(pod, model)].append(points)
+    for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
+            kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
+        out[(pod, model)].append(list(zip(times, values)))
     return dict(out)
 
 
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
-    rows = con.execute(
-        """
-        SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0
-        FROM metric_samples
-        WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
-        GROUP BY ALL ORDER BY pod NULLS FIRST, model_name, t
-        """,
-        {"metrics": list(DEMAND_METRICS)},
-    ).fetchall()
-    return {unit: ([t for t, _ in pts], [bool(f) for _, f in pts]) for unit, pts in _grouped(rows, 2).items()}
+    found = _lists(con, """
+        SELECT pod, model_name, list(t ORDER BY t), list(busy ORDER BY t)
+        FROM (SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0 AS busy
+              FROM metric_samples
+              WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
+              GROUP BY ALL)
+        GROUP BY ALL
+        """, {"metrics": list(DEMAND_METRICS)}, 2)
+    return {unit: (times, flags) for unit, (times, flags) in found.items()}
 
 
 def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]:
@@ -188,18 +182,17 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
     for pod, instance, job in con.execute(
             "SELECT DISTINCT pod, instance, job FROM metric_samples WHERE metric <> $m", {"m": UP}).fetchall():
         targets[pod].add((instance, job))
-    rows = con.execute(
-        """
-        SELECT pod, instance, job, epoch_us(ts) AS t, min(value)
-        FROM metric_samples
-        WHERE metric = $m AND isfinite(value)
-        GROUP BY ALL ORDER BY pod NULLS FIRST, instance NULLS FIRST, job NULLS FIRST, t
-        """,
-        {"m": UP},
-    ).fetchall()
+    found = _lists(con, """
+        SELECT pod, instance, job, list(t ORDER BY t), list(v ORDER BY t)
+        FROM (SELECT pod, instance, job, epoch_us(ts) AS t, min(value) AS v
+              FROM metric_samples
+              WHERE metric = $m AND isfinite(value)
+              GROUP BY ALL)
+        GROUP BY ALL
+        """, {"m": UP}, 3)
     by_pod: dict = defaultdict(dict)
-    for (pod, instance, job), points in _grouped(rows, 3).items():
-        by_pod[pod][(instance, job)] = points
+    for (pod, instance, job), (times, values) in found.items():
+        by_pod[pod][(instance, job)] = list(zip(times, values))
     out, notes = {}, []
     for pod, series in by_pod.items():
         mine = targets.get(pod, set())
@@ -222,9 +215,9 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
 
 def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
     """{unit: [(instant, asleep)] sorted}: a unit sleeps at an instant when all its engines do."""
-    rows = con.execute(
-        """
-        SELECT pod, model_name, t, bool_and(asleep)
+    found = _lists(con, """
+        SELECT pod, model_name, list(t ORDER BY t), list(asleep ORDER BY t)
+        FROM (SELECT pod, model_name, t, bool_and(asleep) AS asleep
         FROM (
             SELECT pod, model_name, epoch_us(ts) AS t,
                    coalesce(labels ->> 'engine', labels ->> 'engine_id', '') AS engine,
@@ -237,11 +230,10 @@ def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
             WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
             GROUP BY ALL
         )
-        GROUP BY ALL ORDER BY pod NULLS FIRST, model_name, t
-        """,
-        {"m": SLEEP_STATE},
-    ).fetchall()
-    return {unit: [(t, bool(a)) for t, a in pts] for unit, pts in _grouped(rows, 2).items()}
+        GROUP BY ALL)
+        GROUP BY ALL
+        """, {"m": SLEEP_STATE}, 2)
+    return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
 def _load_pod_models(con) -> dict[str | None, set[str]]:
@@ -259,31 +251,25 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
     if not pods:
         return {}
     named = [p for p in pods if p is not None]
-    rows = con.execute(
-        """
-        SELECT pod, epoch_us(ts) AS t FROM metric_samples
+    found = _lists(con, """
+        SELECT pod, list(DISTINCT epoch_us(ts) ORDER BY epoch_us(ts)) FROM metric_samples
         WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
-        GROUP BY ALL ORDER BY pod NULLS FIRST, t
-        """,
-        {"pods": named, "with_null": None in pods},
-    ).fetchall()
-    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+        GROUP BY ALL
+        """, {"pods": named, "with_null": None in pods}, 1)
+    return {k[0]: v[0] for k, v in found.items()}
 
 
 def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
     """{metric model_name: sorted instants of logged requests}, through model_map."""
     if not models:
         return {}
-    rows = con.execute(
-        """
-        SELECT coalesce(m.model_name, r.model) AS metric_model, epoch_us(r.ts) AS t
+    found = _lists(con, """
+        SELECT coalesce(m.model_name, r.model) AS metric_model, list(epoch_us(r.ts) ORDER BY r.ts)
         FROM records r LEFT JOIN model_map m ON m.log_model = r.model
         WHERE r.type = 'request' AND list_contains($models, coalesce(m.model_name, r.model))
-        ORDER BY metric_model, t
-        """,
-        {"models": models},
-    ).fetchall()
-    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+        GROUP BY ALL
+        """, {"models": models}, 1)
+    return {k[0]: v[0] for k, v in found.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -381,6 +367,8 @@ def _wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], log_demand: l
     """The runs of one unit that are wedges under the rule above."""
     out = []
     for start, end, why in runs:
+        if end - start < w_us:
+            continue  # too short for demand to last W inside it (most runs: one scrape between increases)
         # The sample showing an increase or a reset belongs to the new state, not the flat run.
         hi = end if why in (_GAP, _END) else end - 1
         firsts = {}
