@@ -151,12 +151,11 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tu
 # CSV
 
 
-def _csv_epoch_us(col: str) -> str:
-    """SQL: a CSV time (epoch seconds, milliseconds above 1e11, or ISO 8601) as epoch microseconds."""
-    x = f"TRY_CAST(trim({col}) AS DOUBLE)"
-    return (f"CASE WHEN {x} IS NOT NULL THEN CASE WHEN isfinite({x}) THEN "
-            f"round(CASE WHEN abs({x}) > 1e11 THEN {x} / 1000.0 ELSE {x} END * 1e6)::BIGINT END "
-            f"ELSE epoch_us(TRY_CAST(trim({col}) AS TIMESTAMPTZ)) END")
+# A CSV time (epoch seconds, milliseconds above 1e11, or ISO 8601) as epoch microseconds,
+# from the trimmed text `t` and its number `x` (computed once each in a subquery).
+_CSV_EPOCH_US = ("CASE WHEN x IS NOT NULL THEN CASE WHEN isfinite(x) THEN "
+                 "round(CASE WHEN abs(x) > 1e11 THEN x / 1000.0 ELSE x END * 1e6)::BIGINT END "
+                 "ELSE epoch_us(TRY_CAST(t AS TIMESTAMPTZ)) END")
 
 
 def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Series) -> None:
@@ -168,11 +167,12 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     try:
         con.execute(f"""
             INSERT INTO {STAGE} {STAGE_COLUMNS}
-            SELECT row_number() OVER () AS ord, trim({pos['metric']}), trim({pos['labels']}),
-                   {_csv_epoch_us(pos['timestamp'])}, TRY_CAST(trim({pos['value']}) AS DOUBLE)
-            FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
-                          escape = '"', auto_detect = false, strict_mode = true, compression = $comp)
-            WHERE coalesce(trim({pos['metric']}), '') <> '' OR coalesce(trim({pos['timestamp']}), '') <> ''
+            SELECT row_number() OVER () AS ord, m, l, {_CSV_EPOCH_US}, v
+            FROM (SELECT trim({pos['metric']}) AS m, trim({pos['labels']}) AS l, trim({pos['timestamp']}) AS t,
+                         TRY_CAST(trim({pos['timestamp']}) AS DOUBLE) AS x, TRY_CAST(trim({pos['value']}) AS DOUBLE) AS v
+                  FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
+                                escape = '"', auto_detect = false, strict_mode = true, compression = $comp))
+            WHERE coalesce(m, '') <> '' OR coalesce(t, '') <> ''
             """, {"path": str(path), "columns": columns, "comp": _compression(path)})
     except duckdb.Error as exc:  # unquoted commas in labels, a ragged row: the Python parser decides
         raise _Fallback from exc

@@ -208,7 +208,7 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
     # marker); infinities neither. Within the input the first point in order wins.
     stream = scratch.sql(f"""
-        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src, st.ord)) AS value, min(st.src) AS src
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src::HUGEINT << 64) + st.ord) AS value, min(st.src) AS src
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric
         JOIN {LABELS} l ON l.label_key = st.label_key AND l.src = st.src
