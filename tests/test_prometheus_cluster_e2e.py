@@ -311,3 +311,14 @@ def test_an_unreachable_port_is_still_a_clear_error():
     with pytest.raises(AnalyzerError) as err:
         fetch_range(f"http://127.0.0.1:{free_port()}", 1, 2, 1, timeout=2)
     assert "unreachable" in str(err.value)
+
+
+def test_a_week_at_one_second_is_asked_within_prometheus_point_limit(cluster):
+    """The real server refuses more than 11,000 points per series; a week at step 1 s must be raised to fit."""
+    url, _exporters, _workdir = cluster
+    now = time.time()
+    fetched = fetch_range(url, now - 7 * 86400, now, 1, timeout=30, selector=SELECTOR)
+    assert fetched.step_s > 1 and any("step raised" in w for w in fetched.warnings)
+    # The server answered every query with success (an "exceeded maximum resolution"
+    # error would have raised): the step fits its limit.
+    assert int(7 * 86400 // fetched.step_s) + 1 <= 11_000
