@@ -38,12 +38,14 @@ def run_cmd(
     model: Optional[List[str]] = typer.Option(None, "--model", help="Only these models in the summary (repeatable)."),
     since: Optional[str] = typer.Option(None, "--since", help="Only turns at or after this time (ISO 8601, UTC)."),
     until: Optional[str] = typer.Option(None, "--until", help="Only turns before this time (ISO 8601, UTC)."),
-    metrics: Optional[List[str]] = typer.Option(None, "--metrics", help="Prometheus exports, scrapes or CSV files (repeatable)."),
+    metrics: Optional[List[str]] = typer.Option(None, "--metrics", help="Prometheus exports, scrapes or CSV: files, folders, globs; several after one --metrics, up to the next option (repeatable)."),
     wedge_window: str = typer.Option("5m", "--wedge-window", help="A flat generation counter this long with demand is a wedge."),
     prometheus: Optional[str] = typer.Option(None, "--prometheus", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
     model_map: Optional[List[str]] = typer.Option(None, "--model-map", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
     fail_on: Optional[List[str]] = typer.Option(None, "--fail-on", metavar="METRIC>N[%]", help="Exit 7 after the summary when a threshold is crossed, e.g. 'tool-history-5xx>2%' or 'wedged-pod>0' (repeatable, or comma-separated)."),
     caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
+    prometheus_selector: Optional[str] = typer.Option(None, "--prometheus-selector", help='Label matchers added to every Prometheus query, e.g. namespace="llm",job="vllm".'),
+    prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .oncall import check_fail_on, parse_fail_on
@@ -52,7 +54,8 @@ def run_cmd(
     thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
                            since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                           prometheus=prometheus, model_map=model_map, caller_deadline_s=caller_deadline)
+                           prometheus=prometheus, model_map=model_map, caller_deadline_s=caller_deadline,
+                           prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout)
     check_fail_on(summary, thresholds)
 
 
@@ -149,6 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] not in commands and args[0] not in ("--help", "-h"):
         args.insert(0, "run")
     try:
+        if args and args[0] == "run":
+            args = _metric_lists(args)
         app(args=args, prog_name="analyze", standalone_mode=True)
     except AnalyzerError as err:
         _fail(str(err), int(err.exit_code))
@@ -159,6 +164,41 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
               int(ExitCode.FAILED))
+
+
+def _metric_lists(args: list[str]) -> list[str]:
+    """``--metrics a b c`` (what the shell makes of ``--metrics dir/*.json``) as one
+    ``--metrics`` per path: every argument after ``--metrics`` up to the next option
+    is a metrics path. Log files therefore go before ``--metrics``; when none is
+    left, that is said rather than the paths taken for logs or dropped."""
+    out: list[str] = []
+    absorbed = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        out.append(arg)
+        i += 1
+        if arg == "--metrics" or arg.startswith("--metrics="):
+            first = arg.startswith("--metrics=")
+            while i < len(args) and not args[i].startswith("-"):
+                if first:
+                    out.append("--metrics")
+                out.append(args[i])
+                first, absorbed = True, True
+                i += 1
+    positional = [a for j, a in enumerate(out[1:], 1) if not a.startswith("-")
+                  and not (out[j - 1].startswith("--") and "=" not in out[j - 1] and out[j - 1] not in _FLAGS)]
+    if absorbed and not positional and "--help" not in out:
+        raise AnalyzerError("no log files given: every argument after --metrics up to the next option is a "
+                            "metrics path; put the log files before --metrics", ExitCode.USAGE)
+    return out
+
+
+# Options of `run` that take no value (so the argument after them is positional).
+_FLAGS = {"--json", "--strict", "--help"}
 
 
 def _fail(message: str, code: int) -> None:

@@ -52,6 +52,8 @@ def run_main_job(
     prometheus: str | None = None,
     model_map: list[str] | None = None,
     caller_deadline_s: float | None = None,
+    prometheus_selector: str | None = None,
+    prometheus_timeout: str = "60s",
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
@@ -69,6 +71,17 @@ def run_main_job(
             check_caller_deadline(caller_deadline_s)
         except ValueError as exc:
             raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+    deadline_s = parse_duration(prometheus_timeout, "--prometheus-timeout")
+    if prometheus_selector:
+        if not prometheus:
+            raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
+        from .metrics.prometheus import parse_selector
+
+        parse_selector(prometheus_selector)
+    if metrics:  # a missing metrics path, or a log given as metrics, fails before any work
+        from .metrics.readers import check_metric_paths
+
+        check_metric_paths(metrics)
     sources = discover_inputs(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
@@ -77,7 +90,11 @@ def run_main_job(
         _say_skipped(report)
         if report.metric_files:  # Prometheus exports passed among the logs
             metrics = list(metrics or []) + report.metric_files
-        metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt)
+        from .metrics.progress import metrics_progress
+
+        with metrics_progress(sys.stderr.isatty() and not json_out) as mprogress:
+            metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, wedge_window, since_dt, until_dt,
+                                         selector=prometheus_selector, deadline_s=deadline_s, progress=mprogress)
         refresh_turns(con, caller_deadline_s=caller_deadline_s)
         summary = cached_summary(con, build_summary, models=models, since=since_dt, until=until_dt)
         summary["ingest"] = report.to_dict()
@@ -116,7 +133,8 @@ def _say_skipped(report: IngestReport) -> None:
         raise InputError(f"{tt(first['path'])}: {tt(first['reason'])}{more}; nothing was ingested")
 
 
-def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until) -> list:
+def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until, *,
+                  selector=None, deadline_s=60.0, progress=None) -> list:
     """Load metric files and/or query Prometheus, then (re)compute the pod windows.
 
     Without metric options, windows are still recomputed when new log records
@@ -128,9 +146,11 @@ def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, w
     mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
-        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping))
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress))
     if prometheus:
-        loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping))
+        loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping,
+                                     selector=selector, timeout=deadline_s, progress=progress))
+
     if not loads and ingested.new_records and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
         recompute_windows(con, wedge_window)
     for load in loads:

@@ -203,16 +203,39 @@ def _class_table(summary: dict[str, Any]) -> Table:
 
 
 def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
-    """Wedged and down pods from the metrics, with the failed turns each one explains."""
+    """Wedged, down and sleeping pods from the metrics, the failed turns each one explains
+    (each turn in one window, so the column adds up to the classes) and, per wedged
+    window, what the other signals said."""
     if not episodes:
         return
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
-                         ("duration", "right"), ("failed turns", "right")):
+                         ("duration", "right"), ("failed turns", "right"), ("corroboration", "left")):
         t.add_column(col, justify=justify)
+    asleep = [e for e in episodes if e["kind"] == "sleeping"]
     for e in episodes:
-        minutes = e["duration_s"] / 60
-        t.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
-                  f"{minutes:.0f} min" if minutes >= 1 else f"{e['duration_s']:.0f} s", f"{e['failed_turns']:,}")
-    out.print(t)
+        if e["kind"] == "sleeping":
+            continue
+        evidence = (e.get("corroboration") or {}).get("text", "")
+        t.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"), e["kind"],
+                  e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]),
+                  f"{e['failed_turns']:,}", escape(evidence))
+    if t.row_count:
+        out.print(t)
+    if asleep:
+        s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)",
+                  title_justify="left")
+        for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
+            s.add_column(col, justify=justify)
+        for e in asleep:
+            s.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"),
+                      e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
+        out.print(s)
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    if minutes >= 120:
+        return f"{minutes / 60:.1f} h"
+    return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"

@@ -252,7 +252,7 @@ def test_colon_and_underscore_spellings_make_one_series(tmp_path, con):
 def test_recompute_replaces_the_windows(tmp_path, con):
     load(con, tmp_path, rows_for(BASE))
     result = recompute_windows(con, "10m")  # longer than the 5-minute wedge
-    assert result.counts() == {"wedged": 0, "down": 0} and windows(con) == []
+    assert result.counts() == {"wedged": 0, "down": 0, "sleeping": 0} and windows(con) == []
     recompute_windows(con, W)
     assert windows(con) == BASE_WINDOWS
 
@@ -266,13 +266,21 @@ def _requests(tmp_path, minutes, model="glm-5", name="logs.jsonl"):
     return write_jsonl(tmp_path / name, recs)
 
 
-def test_logged_requests_are_demand_when_the_gauges_say_nothing(tmp_path, con):
-    # Scrapes 10..29 (minutes 2.5 to 7.5) are flat and the gauges read 0: a dead engine.
+def test_logged_requests_are_demand_when_the_pod_has_no_gauges(tmp_path, con):
+    # Scrapes 10..29 (minutes 2.5 to 7.5) are flat and no running/waiting gauges are exported.
     timeline = phases(("busy", 10), ("stuck", 20), ("busy", 5))
     ingest(con, [str(_requests(tmp_path, [3, 3.5, 4, 4.5, 5]))])
-    load(con, tmp_path, rows_for(timeline))
+    load(con, tmp_path, rows_for(timeline, gauges=False))
     assert windows(con) == [("p1", "glm-5", "wedged", EPOCH0 + 180, t_of(30))]
     assert "logged requests" in con.execute("SELECT detail FROM pod_windows").fetchall()[0][0]
+
+
+def test_the_pods_own_gauges_at_zero_beat_logged_requests(tmp_path, con):
+    # The same flat stretch and the same logged requests, but the pod's gauges say nothing
+    # ran or waited on it: the model's traffic went elsewhere, this pod was idle.
+    ingest(con, [str(_requests(tmp_path, [3, 3.5, 4, 4.5, 5]))])
+    load(con, tmp_path, rows_for(phases(("busy", 10), ("stuck", 20), ("busy", 5))))
+    assert windows(con) == []
 
 
 def test_no_logged_requests_and_zero_gauges_is_idle(tmp_path, con):
@@ -283,7 +291,7 @@ def test_no_logged_requests_and_zero_gauges_is_idle(tmp_path, con):
 def test_model_map_ties_log_models_to_metric_model_names(tmp_path, con):
     timeline = phases(("busy", 10), ("stuck", 20), ("busy", 5))
     ingest(con, [str(_requests(tmp_path, [3, 4, 5], model="glm-5"))])
-    load(con, tmp_path, rows_for(timeline, model="zai-org/GLM-5"))
+    load(con, tmp_path, rows_for(timeline, model="zai-org/GLM-5", gauges=False))
     assert windows(con) == []  # "glm-5" requests are not demand for "zai-org/GLM-5" ...
     load(con, tmp_path, [], name="empty.csv", model_map={"glm-5": "zai-org/GLM-5"})
     assert windows(con) == [("p1", "zai-org/GLM-5", "wedged", EPOCH0 + 180, t_of(30))]  # ... until mapped
@@ -381,8 +389,11 @@ def test_a_tool_history_500_inside_a_wedge_is_wedged_pod(tmp_path, con):
     assert episode == {
         "pod": "p1", "model_name": "glm-5", "kind": "wedged",
         "start": "2026-11-16T14:07:30Z", "end": "2026-11-16T14:12:30Z", "duration_s": 300.0,
-        "failed_turns": 1, "detail": episode["detail"],
+        "failed_turns": 1, "detail": episode["detail"], "corroboration": episode["corroboration"],
     }
+    # The gauges were exported (running 3, waiting 1 throughout); KV cache and the success counter were not.
+    assert episode["corroboration"]["text"] == ("1/2 agree: running stuck at 3; waiting did not grow 1→1 "
+                                                "(no samples for: KV cache full, success counter flat)")
 
 
 def test_a_failure_inside_a_down_window_is_pod_down_through_the_model_map(tmp_path, con):

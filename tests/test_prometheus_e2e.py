@@ -173,17 +173,26 @@ def prometheus_binary() -> str:
 @contextmanager
 def prometheus_server(binary: str, workdir: Path, target: str) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 scraping ``target`` every second; yield its URL."""
+    scrape_configs = (
+        "  - job_name: vllm\n"
+        "    static_configs:\n"
+        f"      - targets: ['{target}']\n"
+        "        labels: {pod: glm-5-0}\n"  # as Kubernetes relabeling would add it
+    )
+    with prometheus_running(binary, workdir, scrape_configs) as url:
+        yield url
+
+
+@contextmanager
+def prometheus_running(binary: str, workdir: Path, scrape_configs: str) -> Iterator[str]:
+    """Run Prometheus on 127.0.0.1 with these ``scrape_configs`` (YAML list items), 1 s interval; yield its URL."""
     port = free_port()
     config = workdir / "prometheus.yml"
     config.write_text(
         "global:\n"
         "  scrape_interval: 1s\n"
         "  scrape_timeout: 1s\n"
-        "scrape_configs:\n"
-        "  - job_name: vllm\n"
-        "    static_configs:\n"
-        f"      - targets: ['{target}']\n"
-        "        labels: {pod: glm-5-0}\n"  # as Kubernetes relabeling would add it
+        "scrape_configs:\n" + scrape_configs
     )
     log = (workdir / "prometheus.log").open("wb")
     proc = subprocess.Popen(
@@ -239,7 +248,7 @@ def test_real_prometheus_finds_the_wedged_phase_and_not_the_idle_one(tmp_path):
 
     assert metrics == {"up", "vllm:generation_tokens_total", "vllm:num_requests_running",
                        "vllm:num_requests_waiting"}
-    assert report.windows == {"wedged": 1, "down": 0}, (rows, report.warnings)
+    assert report.windows == {"wedged": 1, "down": 0, "sleeping": 0}, (rows, report.warnings)
     [(pod, model, kind, start, end)] = rows
     assert (pod, model, kind) == ("glm-5-0", "glm-5", "wedged")
     mid = {p: sum(exporter.span(p)) / 2 for p, _ in PHASES}
@@ -319,10 +328,19 @@ def test_no_query_exceeds_prometheus_point_limit():
     fetched = fetch_range("http://prom:9090/prefix", "2026-11-09T00:00:00Z", "2026-11-16T00:00:00Z", 1,
                           transport=httpx.MockTransport(answer))
     assert [q for q, *_ in seen] == list(QUERIES)
-    assert "vllm_generation_tokens_total" in QUERIES and "vllm:generation_tokens_total" in QUERIES
+    # Both spellings of the counter in one query.
+    assert any("vllm_generation_tokens_total" in q and "vllm:generation_tokens_total" in q for q in QUERIES)
     for _, start, end, step in seen:
         assert int((end - start) // step) + 1 <= MAX_POINTS
     assert fetched.step_s > 1 and any("step raised" in w for w in fetched.warnings)
+
+
+def _names_asked(query: str) -> list[str]:
+    """The metric names a query of the analyzer asks for: ``up{...}`` or ``{__name__=~"a|b",...}``."""
+    import re
+
+    m = re.match(r'\{__name__=~"([^"]+)"', query)
+    return m.group(1).split("|") if m else [query.split("{")[0]]
 
 
 def test_load_prometheus_stores_and_classifies_like_a_file(tmp_path):
@@ -338,11 +356,10 @@ def test_load_prometheus_stores_and_classifies_like_a_file(tmp_path):
     def handle(req):
         q = parse_qs(urlparse(req.path).query)
         queries.append(q)
-        name = q["query"][0]
-        if name not in series:
-            return _api([])
-        m = {"__name__": name, **({} if name == "up" else labels), "pod": "p1"}
-        return _api([{"metric": m, "values": [[t, str(v)] for t, v in series[name]]}])
+        names = _names_asked(q["query"][0])
+        result = [{"metric": {"__name__": name, **({} if name == "up" else labels), "pod": "p1"},
+                   "values": [[t, str(v)] for t, v in series[name]]} for name in names if name in series]
+        return _api(result)
 
     con = connect(tmp_path / "analyzer.duckdb")
     try:
@@ -379,7 +396,7 @@ def test_the_default_range_is_the_logged_records_widened_by_the_window(tmp_path)
         con.close()
     start, end = float(asked[0]["start"][0]), float(asked[0]["end"][0])
     assert (start, end) == (T0.timestamp() - 300, T0.timestamp() + 7200 + 300)
-    assert report.step_s == 15 and report.windows == {"wedged": 0, "down": 0}
+    assert report.step_s == 15 and report.windows == {"wedged": 0, "down": 0, "sleeping": 0}
 
 
 def test_credentials_in_the_prometheus_url_are_sent_but_never_shown(tmp_path):

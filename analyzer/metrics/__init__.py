@@ -14,30 +14,36 @@ down window ``pod-down``). This package brings the evidence in:
 - :func:`wedged_episodes` lists the windows with their failed turns for the summary.
 
 Only ``up``, ``vllm:generation_tokens_total`` (also spelled
-``vllm_generation_tokens_total``) and ``vllm:num_requests_running``/``_waiting``
-are kept; other metrics in a scrape are counted and dropped.
+``vllm_generation_tokens_total``), ``vllm:num_requests_running``/``_waiting`` and
+``vllm:engine_sleep_state`` (the rules), and ``vllm:kv_cache_usage_perc`` and
+``vllm:request_success_total`` (corroboration) are kept; other metrics in a file
+are counted and dropped.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from typing import Callable, Iterable
 
 import duckdb
 
 from ..db import transaction
-from .formats import discover_metric_files, read_metrics_file
-from .samples import NormalizeStats, normalize
-from .store import parse_model_map, store_model_map, store_samples
+from .formats import discover_metric_files
+from .stage import Series, StageStats, close_stage, intern_labels, open_stage, seal_input, stage_samples, store_stage
+from .store import parse_model_map, store_model_map
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
-from .windows import DOWN, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
+from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
 from ..urls import public_url
 
 __all__ = [
     "MetricsReport", "load_metrics", "load_prometheus", "recompute_windows", "wedged_episodes",
-    "parse_duration", "parse_model_map", "WEDGED", "DOWN",
+    "parse_duration", "parse_model_map", "WEDGED", "DOWN", "SLEEPING", "Progress",
 ]
+
+#: ``progress(done, total, what)``: called as files load and windows are computed.
+Progress = Callable[[int, int, str], None]
 
 #: How far back ``load_prometheus`` looks when neither ``since`` nor logged records say: a week.
 DEFAULT_LOOKBACK = timedelta(days=7)
@@ -55,7 +61,8 @@ class MetricsReport:
     other_metrics: int = 0
     wedge_window_s: float = 300.0
     step_s: float | None = None
-    windows: dict[str, int] = field(default_factory=lambda: {WEDGED: 0, DOWN: 0})
+    selector: str | None = None
+    windows: dict[str, int] = field(default_factory=lambda: {WEDGED: 0, DOWN: 0, SLEEPING: 0})
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -63,12 +70,12 @@ class MetricsReport:
         return {k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
                 for k, v in self.__dict__.items()}
 
-    def _add(self, stats: NormalizeStats, new: int, duplicates: int) -> None:
+    def _add(self, stats: StageStats) -> None:
         self.samples_read += stats.read
         self.non_finite += stats.non_finite
-        self.other_metrics += sum(stats.other_metrics.values())
-        self.samples_new += new
-        self.duplicates += duplicates
+        self.other_metrics += stats.other_metrics
+        self.samples_new += stats.new
+        self.duplicates += stats.duplicates
 
     def _finish(self, result: WindowResult) -> "MetricsReport":
         self.windows = result.counts()
@@ -82,6 +89,7 @@ def load_metrics(
     *,
     wedge_window: str | float = "5m",
     model_map: dict[str, str] | None = None,
+    progress: Progress | None = None,
 ) -> MetricsReport:
     """Load metric files into ``metric_samples`` and recompute ``pod_windows``.
 
@@ -90,27 +98,43 @@ def load_metrics(
         paths: files, directories or globs; each file's form is detected from its content.
         wedge_window: how long a flat counter under demand makes a wedge (``"5m"``).
         model_map: log ``model`` -> metric ``model_name`` where they differ (stored).
+        progress: called with ``(done, total, what)`` per file and for the windows.
 
     All files load in one transaction: a file that does not parse leaves the
-    database as it was. Loading a file again stores nothing new.
+    database as it was. Loading a file again stores nothing new. CSV and JSON go
+    through DuckDB's readers, big text scrapes stream (see :mod:`.readers`).
 
     Raises:
-        InputError: a path matches nothing, or a file does not parse.
+        InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
         AnalyzerError: (usage) a bad ``wedge_window``.
     """
+    from .readers import stage_file
+
     w_s = parse_duration(wedge_window, "--wedge-window")
     report = MetricsReport(wedge_window_s=w_s)
     files = discover_metric_files(paths)
-    with transaction(con):
-        for path in files:
-            read = read_metrics_file(path)
-            stats = NormalizeStats()
-            new, dup = store_samples(con, normalize(read.samples, stats), read.path)
-            report._add(stats, new, dup)
-            report.sources.append(read.path)
-            report.warnings += read.notes
-        store_model_map(con, model_map)
-        result = write_windows(con, w_s)
+    sizes = [f.stat().st_size for f in files]
+    total = sum(sizes) or 1
+    done = 0
+    scratch = open_stage()
+    series = Series()  # label sets interned once across the files
+    try:
+        for src, (path, size) in enumerate(zip(files, sizes)):
+            if progress:
+                progress(done, total, f"metrics {path.name}")
+            _form, notes = stage_file(scratch, path, series)
+            seal_input(scratch, src)
+            report.sources.append(str(path.resolve()))
+            report.warnings += notes
+            done += size
+        with transaction(con):
+            # Every file of the load in one INSERT: the files were all read first, so one
+            # that does not parse has stopped the load before anything was written.
+            report._add(store_stage(con, scratch, series, report.sources))
+            store_model_map(con, model_map)
+            result = write_windows(con, w_s, progress)
+    finally:
+        close_stage(scratch)
     return report._finish(result)
 
 
@@ -123,7 +147,9 @@ def load_prometheus(
     step: float | None = None,
     wedge_window: str | float = "5m",
     model_map: dict[str, str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
+    selector: str | None = None,
+    progress: Progress | None = None,
 ) -> MetricsReport:
     """Query a live Prometheus for ``[since, until]``, store the samples, recompute ``pod_windows``.
 
@@ -135,8 +161,12 @@ def load_prometheus(
         step: seconds between points; default a fifth of the wedge window, between
             1 s and 15 s (so a wedge spans several points), raised when the range
             would exceed Prometheus' 11,000 points per series.
-        wedge_window, model_map: as for :func:`load_metrics`.
-        timeout: seconds per HTTP request.
+        wedge_window, model_map, progress: as for :func:`load_metrics`.
+        timeout: the total seconds one query may take, connecting and reading
+            included (a server that trickles bytes cannot hold a run).
+        selector: label matchers applied to every query (``namespace="llm"``,
+            ``{job="vllm",namespace=~"llm-.*"}``): on a shared Prometheus an
+            unqualified ``up`` returns every tenant's targets.
 
     Raises:
         AnalyzerError: (upstream) Prometheus unreachable or answering an error;
@@ -155,14 +185,19 @@ def load_prometheus(
                      else us_to_datetime(to_epoch_us(until, "--until")) - DEFAULT_LOOKBACK)
     if step is None:
         step = max(1.0, min(15.0, w_s / 5))
-    fetched = fetch_range(url, since, until, step, timeout)
+    fetched = fetch_range(url, since, until, step, timeout, selector=selector, progress=progress)
     shown = public_url(url)  # never store or print credentials carried in the URL
-    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown])
+    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown], selector=fetched.selector)
     report.warnings += fetched.warnings
-    with transaction(con):
-        stats = NormalizeStats()
-        new, dup = store_samples(con, normalize(fetched.samples, stats), shown)
-        report._add(stats, new, dup)
-        store_model_map(con, model_map)
-        result = write_windows(con, w_s)
+    scratch = open_stage()
+    try:
+        stage_samples(scratch, fetched.samples)
+        series = intern_labels(scratch, json.loads)
+        seal_input(scratch, 0)
+        with transaction(con):
+            report._add(store_stage(con, scratch, series, [shown]))
+            store_model_map(con, model_map)
+            result = write_windows(con, w_s, progress)
+    finally:
+        close_stage(scratch)
     return report._finish(result)

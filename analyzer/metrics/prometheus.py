@@ -1,18 +1,28 @@
 """Range queries against a live Prometheus, over HTTP with httpx.
 
-The analyzer asks for the series the wedge rule reads, under every spelling they
-arrive with, through ``/api/v1/query_range``. Prometheus refuses a range query of
-more than 11,000 points per series, so the step is raised until the span fits.
-Every failure (unreachable, timeout, an HTTP error, ``status: error``, an answer
-that is not the Prometheus API) raises :class:`~analyzer.errors.AnalyzerError`
-with :attr:`~analyzer.errors.ExitCode.UPSTREAM` and says which URL and query.
+The analyzer asks for the series it reads, every spelling of a metric in one
+query (``{__name__=~"vllm:x|vllm_x"}``), through ``/api/v1/query_range``.
+Prometheus refuses a range query of more than 11,000 points per series, so the
+step is raised until the span fits. On a shared Prometheus a *selector* (label
+matchers such as ``namespace="llm",job="vllm"``) is added to every query, so an
+unqualified ``up`` does not bring every tenant's targets. Each query has a total
+deadline, connecting and reading included: a server that trickles bytes cannot
+hold a run. Every failure (unreachable, past the deadline, an HTTP error,
+``status: error``, an answer that is not the Prometheus API) raises
+:class:`~analyzer.errors.AnalyzerError` with
+:attr:`~analyzer.errors.ExitCode.UPSTREAM` and says which URL and query.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 import httpx
 
@@ -23,16 +33,58 @@ from .formats import parse_prometheus_json
 from .samples import Sample
 from .times import US, to_epoch_us
 
-#: The range queries run, one per metric spelling.
-QUERIES = (
-    "up",
-    "vllm:generation_tokens_total",
-    "vllm_generation_tokens_total",
-    "vllm:num_requests_running",
-    "vllm_num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm_num_requests_waiting",
+#: The metrics asked for, each with the spellings it arrives under (one query each).
+QUERY_NAMES = (
+    ("up",),
+    ("vllm:generation_tokens_total", "vllm_generation_tokens_total"),
+    ("vllm:num_requests_running", "vllm_num_requests_running"),
+    ("vllm:num_requests_waiting", "vllm_num_requests_waiting"),
+    ("vllm:engine_sleep_state", "vllm_engine_sleep_state"),
+    ("vllm:kv_cache_usage_perc", "vllm_kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm_gpu_cache_usage_perc"),
+    ("vllm:request_success_total", "vllm_request_success_total"),
 )
+
+_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^,"{}\s]+)\s*(?:,|$)')
+
+
+def parse_selector(text: str | None) -> str | None:
+    """``--prometheus-selector``: label matchers, normalized to ``a="b",c=~"d"`` (braces optional,
+    unquoted values quoted), or None when empty.
+
+    Raises:
+        AnalyzerError: (usage) not a list of ``label OP "value"`` matchers (OP one of = != =~ !~).
+    """
+    body = (text or "").strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1].strip()
+    if not body:
+        return None
+    out, pos = [], 0
+    while pos < len(body):
+        m = _MATCHER.match(body, pos)
+        if not m or m.end() == pos:
+            raise AnalyzerError(
+                f"--prometheus-selector: want label matchers such as namespace=\"llm\",job=~\"vllm.*\", got {text!r}",
+                ExitCode.USAGE)
+        name, op, value = m.groups()
+        if name == "__name__":
+            raise AnalyzerError("--prometheus-selector: the metric names are the analyzer's; select by labels",
+                                ExitCode.USAGE)
+        out.append(f"{name}{op}{value if value.startswith(chr(34)) else json.dumps(value)}")
+        pos = m.end()
+    return ",".join(out)
+
+
+def query_for(names: tuple[str, ...], selector: str | None = None) -> str:
+    """The PromQL of one metric: ``up{sel}``, or ``{__name__=~"a|b",sel}`` for several spellings."""
+    if len(names) == 1:
+        return names[0] + (f"{{{selector}}}" if selector else "")
+    alternatives = "|".join(re.escape(n) for n in names)
+    return "{" + f'__name__=~"{alternatives}"' + (f",{selector}" if selector else "") + "}"
+
+
+#: The range queries run without a selector.
+QUERIES = tuple(query_for(n) for n in QUERY_NAMES)
 
 #: Prometheus' limit on points per series in one range query.
 MAX_POINTS = 11_000
@@ -46,6 +98,7 @@ class RangeFetch:
     step_s: float
     queries: tuple[str, ...]
     warnings: list[str] = field(default_factory=list)
+    selector: str | None = None
 
 
 def bounded_step(since_us: int, until_us: int, step_s: float) -> float:
@@ -63,10 +116,12 @@ def fetch_range(
     since: datetime | str | float,
     until: datetime | str | float,
     step: float,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
     *,
-    queries: tuple[str, ...] = QUERIES,
+    queries: tuple[str, ...] | None = None,
+    selector: str | None = None,
     transport: httpx.BaseTransport | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> RangeFetch:
     """Run the range queries against the Prometheus at ``url`` (its base URL).
 
@@ -74,9 +129,12 @@ def fetch_range(
         url: e.g. ``http://prometheus:9090`` (a path prefix is kept).
         since, until: the range (datetime, ISO 8601 or epoch seconds; naive is UTC).
         step: the resolution in seconds, raised when needed (see :func:`bounded_step`).
-        timeout: seconds for connecting and for each answer.
-        queries: the PromQL expressions; each must return series with ``__name__``.
+        timeout: the total seconds one query may take (connecting, waiting, reading).
+        queries: the PromQL expressions (default: :data:`QUERY_NAMES` with the
+            selector); each must return series with ``__name__``.
+        selector: label matchers added to every query (see :func:`parse_selector`).
         transport: an httpx transport (tests).
+        progress: called with ``(done, total, query)`` before each query.
 
     Raises:
         AnalyzerError: (upstream) unreachable, a timeout, an HTTP or API error;
@@ -93,16 +151,24 @@ def fetch_range(
         raise AnalyzerError(f"step must be a positive number of seconds, not {step!r}", ExitCode.USAGE)
     if not raw_url.startswith(("http://", "https://")):
         raise AnalyzerError(f"--prometheus: not an http(s) URL: {url!r}", ExitCode.USAGE)
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise AnalyzerError(f"--prometheus-timeout must be a positive number of seconds, not {timeout!r}",
+                            ExitCode.USAGE)
+    selector = parse_selector(selector)
+    if queries is None:
+        queries = tuple(query_for(n, selector) for n in QUERY_NAMES)
     step_s = bounded_step(since_us, until_us, float(step))
     endpoint = url.rstrip("/") + "/api/v1/query_range"
-    out = RangeFetch([], step_s, tuple(queries))
+    out = RangeFetch([], step_s, tuple(queries), selector=selector)
     if step_s != step:
         out.warnings.append(f"step raised from {step:g}s to {step_s:g}s to stay under {MAX_POINTS} points per query")
     with httpx.Client(timeout=timeout, transport=transport, auth=auth) as client:
-        for query in queries:
+        for i, query in enumerate(queries):
+            if progress:
+                progress(i, len(queries), f"prometheus {query}")
             params = {**extra_params, "query": query, "start": f"{since_us / US:.6f}", "end": f"{until_us / US:.6f}",
                       "step": f"{step_s:g}"}
-            doc = _get(client, endpoint, params, url, query)
+            doc = _get(client, endpoint, params, url, query, float(timeout))
             out.warnings += [f"Prometheus warning for {query}: {w}" for w in doc.get("warnings") or []]
             try:
                 out.samples += list(parse_prometheus_json(doc))
@@ -112,19 +178,41 @@ def fetch_range(
     return out
 
 
-def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str) -> dict:
-    """One API call, its JSON document, or a clear AnalyzerError."""
+def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str, deadline_s: float) -> dict:
+    """One API call within ``deadline_s`` seconds in all, its JSON document, or a clear AnalyzerError.
+
+    httpx's timeouts bound each network operation, not the whole answer: a server
+    that sends a byte every few seconds would never time out. A timer closes the
+    response at the deadline, and the reading loop checks the clock per chunk.
+    """
+    started = time.monotonic()
+    late = AnalyzerError(f"Prometheus at {url} did not answer {query!r} within the {deadline_s:g}s deadline",
+                         ExitCode.UPSTREAM)
+    timer = None
     try:
-        resp = client.get(endpoint, params=params)
-    except httpx.TimeoutException as exc:
-        raise AnalyzerError(f"Prometheus at {url} did not answer {query!r} in time: {exc}",
-                            ExitCode.UPSTREAM) from exc
+        with client.stream("GET", endpoint, params=params, timeout=httpx.Timeout(deadline_s)) as resp:
+            timer = threading.Timer(max(0.0, deadline_s - (time.monotonic() - started)), resp.close)
+            timer.daemon = True
+            timer.start()
+            chunks = []
+            for chunk in resp.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() - started > deadline_s:
+                    raise late
+            body = b"".join(chunks)
     except httpx.UnsupportedProtocol as exc:
         raise AnalyzerError(f"--prometheus: unsupported URL {url!r}: {exc}", ExitCode.USAGE) from exc
-    except httpx.HTTPError as exc:  # connection refused, DNS, reset ...
+    except (httpx.HTTPError, httpx.StreamError, OSError, RuntimeError) as exc:
+        if isinstance(exc, httpx.TimeoutException) or time.monotonic() - started >= deadline_s:
+            raise late from exc
         raise AnalyzerError(f"Prometheus at {url} is unreachable: {exc}", ExitCode.UPSTREAM) from exc
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if time.monotonic() - started > deadline_s:
+        raise late
     try:
-        doc = resp.json()
+        doc = json.loads(body)
     except ValueError:
         doc = None
     if not isinstance(doc, dict) or "status" not in doc:

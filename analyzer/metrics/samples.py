@@ -1,22 +1,30 @@
-"""Metric samples as the parsers produce them, and the names and labels the analyzer keeps.
+"""Metric samples as the Python parsers produce them, and the names and labels the analyzer keeps.
 
-Every input format becomes a stream of :class:`Sample`; :func:`normalize` then keeps
-the metrics the wedge rule reads, under one spelling each, and drops values that
-carry no information (NaN, including Prometheus' staleness markers, and infinities).
+The stored metric names are canonical (:func:`canonical_name` maps every spelling
+that arrives to one); the pod a series belongs to is :func:`pod_identity`.
+Storing (the kept names, NaN dropped) happens in SQL: see :mod:`.stage`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 UP = "up"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 REQUESTS_RUNNING = "vllm:num_requests_running"
 REQUESTS_WAITING = "vllm:num_requests_waiting"
+#: ``sleep_state`` = awake | weights_offloaded | discard_all; awake == 0 means asleep.
+SLEEP_STATE = "vllm:engine_sleep_state"
+#: 0..1; older vLLM versions called it ``vllm:gpu_cache_usage_perc``.
+KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+#: Finished requests per ``finished_reason`` (stop, length, abort, ...).
+REQUEST_SUCCESS = "vllm:request_success_total"
+
+#: What the wedge, down and sleep rules read.
+RULE_METRICS = (UP, GENERATION_TOKENS, REQUESTS_RUNNING, REQUESTS_WAITING, SLEEP_STATE)
+#: What only corroborates a wedged window in the report.
+EVIDENCE_METRICS = (KV_CACHE_USAGE, REQUEST_SUCCESS)
 
 #: Demand gauges: a value above 0 means requests are in the engine.
 DEMAND_METRICS = (REQUESTS_RUNNING, REQUESTS_WAITING)
@@ -34,9 +42,31 @@ _ALIASES = {
     "vllm_num_requests_running": REQUESTS_RUNNING,
     REQUESTS_WAITING: REQUESTS_WAITING,
     "vllm_num_requests_waiting": REQUESTS_WAITING,
+    SLEEP_STATE: SLEEP_STATE,
+    "vllm_engine_sleep_state": SLEEP_STATE,
+    KV_CACHE_USAGE: KV_CACHE_USAGE,
+    "vllm_kv_cache_usage_perc": KV_CACHE_USAGE,
+    "vllm:gpu_cache_usage_perc": KV_CACHE_USAGE,
+    "vllm_gpu_cache_usage_perc": KV_CACHE_USAGE,
+    REQUEST_SUCCESS: REQUEST_SUCCESS,
+    "vllm_request_success_total": REQUEST_SUCCESS,
+    "vllm:request_success": REQUEST_SUCCESS,
+    "vllm_request_success": REQUEST_SUCCESS,
 }
 
-#: Labels that identify the pod, most specific first.
+#: Every spelling that is kept, for the readers that filter in SQL.
+KEPT_SPELLINGS = tuple(_ALIASES)
+
+# The pod's name and namespace as the scrape wrote them, the series' own label
+# first: with `honorLabels: false` Prometheus renames a scraped `pod` that clashes
+# with the target's to `exported_pod` (a federation or an aggregating exporter), and
+# older kubernetes_sd relabelings write `kubernetes_pod_name`/`kubernetes_namespace`.
+POD_NAME_LABELS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name")
+NAMESPACE_LABELS = ("exported_namespace", "namespace", "kubernetes_namespace")
+INSTANCE_LABELS = ("exported_instance", "instance")
+JOB_LABELS = ("exported_job", "job")
+
+#: Labels that identify the pod when no pod name is present, most specific first.
 POD_LABELS = ("pod", "instance", "job")
 
 
@@ -54,53 +84,46 @@ class Sample(NamedTuple):
     pod: str | None
 
 
-@dataclass
-class NormalizeStats:
-    """What :func:`normalize` dropped, for the load report."""
-
-    read: int = 0
-    non_finite: int = 0
-    other_metrics: Counter = field(default_factory=Counter)
-
-
 def canonical_name(name: str) -> str | None:
     """The stored name of a metric the wedge rule reads, or None for any other metric."""
     return _ALIASES.get(name)
 
 
-def pod_identity(labels: dict[str, str], fallback: str | None = None) -> str | None:
-    """The pod a series belongs to: its ``pod`` label, else ``instance``, else ``job``.
-
-    ``up`` and the vLLM series of one target carry the same target labels, so the
-    same rule ties them together. ``fallback`` is used when none is present (a
-    scrape file of a bare vLLM ``/metrics`` names no target).
-    """
-    for key in POD_LABELS:
+def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
         value = labels.get(key)
         if value:
             return value
-    return fallback
+    return None
+
+
+def pod_identity(labels: dict[str, str], fallback: str | None = None) -> str | None:
+    """The pod a series belongs to, as ``namespace/pod`` when the namespace is known.
+
+    The pod is its ``exported_pod``, ``pod``, ``kubernetes_pod_name`` or ``pod_name``
+    label, else ``instance``, else ``job`` (exported spellings first); the namespace
+    ``exported_namespace``, ``namespace`` or ``kubernetes_namespace``. Two namespaces
+    can hold pods of the same name: they stay two pods. ``up`` and the vLLM series
+    of one target carry the same target labels, so the same rule ties them
+    together. ``fallback`` is used when none is present (a scrape file of a bare
+    vLLM ``/metrics`` names no target).
+    """
+    name = _first(labels, POD_NAME_LABELS) or _first(labels, INSTANCE_LABELS) or _first(labels, JOB_LABELS) or fallback
+    if name is None:
+        return None
+    namespace = _first(labels, NAMESPACE_LABELS)
+    return f"{namespace}/{name}" if namespace else name
+
+
+def target_of(labels: dict[str, str]) -> tuple[str | None, str | None]:
+    """The scrape target of a series, ``(instance, job)`` (exported spellings first).
+
+    A pod can be several targets (vLLM and its sidecars): the target's own ``up``
+    is the one with the same instance and job as its vLLM series.
+    """
+    return _first(labels, INSTANCE_LABELS), _first(labels, JOB_LABELS)
 
 
 def labels_json(labels: dict[str, str]) -> str:
     """Labels as canonical JSON (sorted keys, no spaces): the identity of a series."""
     return json.dumps({k: labels[k] for k in sorted(labels) if k != "__name__"}, separators=(",", ":"))
-
-
-def normalize(samples: Iterable[Sample], stats: NormalizeStats) -> Iterator[Sample]:
-    """Keep the samples the analyzer uses, renamed to their canonical spelling.
-
-    Drops other metrics (counted by name in ``stats``) and non-finite values: NaN
-    says nothing about whether a counter moved, and Prometheus writes a NaN as the
-    staleness marker of a series that disappeared.
-    """
-    for s in samples:
-        stats.read += 1
-        name = canonical_name(s.metric)
-        if name is None:
-            stats.other_metrics[s.metric] += 1
-            continue
-        if not math.isfinite(s.value):
-            stats.non_finite += 1
-            continue
-        yield s._replace(metric=name) if name != s.metric else s

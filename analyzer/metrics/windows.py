@@ -1,7 +1,7 @@
 """Wedged and down windows of each pod, computed from the stored samples into ``pod_windows``.
 
-A *unit* is one pod serving one model: the pod identity (``pod``, else ``instance``,
-else ``job``) with the ``model_name`` label. Its generation counter may be several
+A *unit* is one pod serving one model: the pod identity (``namespace/pod``; see
+:func:`~.samples.pod_identity` for the label spellings read) with the ``model_name`` label. Its generation counter may be several
 series (one per vLLM engine); the unit generated at an instant if any of them did.
 The wedge window ``W`` (default 5 minutes) is both the time a counter must stay
 flat under demand and the longest hole between samples that still counts as
@@ -13,8 +13,11 @@ increase or a counter reset. Within a run the counter never moved. A run is also
 cut at a scrape gap longer than ``W`` (it ends at the last sample before the gap;
 the next run starts at the first sample after it). Within a run, *demand* comes
 in spells: consecutive ``vllm:num_requests_running``/``..._waiting`` samples above
-0 (a sample at 0 ends the spell), or logged requests to the unit's model (through
-``model_map``) less than ``W`` apart. A run is a wedge when a spell of unserved
+0 (a sample at 0 ends the spell). Where a pod's own gauges report during the run,
+they alone decide whether *that pod* had demand: an idle sibling whose gauges read
+0 is not wedged because the router sent the model's traffic to another pod. Only
+a pod without gauges in the run falls back on logged requests to its model
+(through ``model_map``) less than ``W`` apart. A run is a wedge when a spell of unserved
 demand lasts at least ``W``: requests kept coming or kept waiting for ``W`` and the
 counter did not move. The window spans from the start of that spell (the last
 increase, when the demand never stopped) to the end of the run: the next increase
@@ -23,6 +26,14 @@ logged request does not count for a pod while another pod of the same model show
 an increase within ``W`` after it (that pod may have served it). ``up == 1`` is
 required by cutting the pod's down windows out of its wedged ones: a failed scrape
 in the middle of a wedge is down for that instant and wedged on both sides.
+
+**Sleeping.** ``vllm:engine_sleep_state`` (label ``sleep_state``: ``awake`` 0, or
+``weights_offloaded``/``discard_all`` 1; without the label, a value above 0)
+says an engine was put to sleep on purpose: its counters are flat and its ``up``
+is 1, and it is not wedged. A unit sleeps while all its engines do; its sleeping
+spans (like down spans: from the first sleeping sample to the first awake one)
+are ``sleeping`` windows, shown apart, never relabel a turn, and are cut out of
+its wedged windows.
 
 - Idle periods: a flat counter without demand is never a wedge. Neither is an idle
   night that starts with the last request finishing (running above 0 for a sample
@@ -42,7 +53,11 @@ in the middle of a wedge is down for that instant and wedged on both sides.
   classes do not change). A window lasts until the counter moves, so a stall
   followed by an idle night stays one window until morning traffic is served.
 
-**Down.** ``up == 0`` samples of a pod: the window runs from the first 0 to the
+**Down.** ``up == 0`` samples of the pod's vLLM target: a pod can be several
+targets (vLLM and sidecars such as an exporter or a proxy), and only the ``up``
+series with the instance and job of the pod's vLLM series counts (all of the
+pod's ``up`` series when none matches, e.g. files without target labels). The
+window the window runs from the first 0 to the
 next 1 (or the last 0 when a gap longer than ``W`` or the end of the data follows).
 A pod is also down while its *target is missing*: all of its series stop (a
 stale series) for longer than ``W`` while another pod of the same model is still
@@ -55,25 +70,31 @@ a ``model_name`` label put on ``up`` by relabeling). Pods with no known model ge
 no window (the turns cannot be matched to them) and are listed as a warning.
 
 Windows of one pod, model and kind that touch or overlap are merged.
+
+**Episodes.** :func:`wedged_episodes` counts each ``wedged-pod``/``pod-down`` turn
+in exactly one window: the earliest-starting window of its class's kind and its
+model that contains it (with two pods of a model wedged at once the logs cannot
+say which pod served the turn), so the episodes add up to the classes.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 import duckdb
 
 from ..db import transaction
-from .samples import DEMAND_METRICS, GENERATION_TOKENS, UP
+from .samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from .times import US, parse_duration, us_to_datetime, us_to_iso
 
 WEDGED = "wedged"
 DOWN = "down"
+SLEEPING = "sleeping"
 
 # Change observed at a counter sample, in order of precedence when several series
 # of a unit (engines) say different things about the same instant.
@@ -106,7 +127,7 @@ class WindowResult:
 
     def counts(self) -> dict[str, int]:
         """Windows by kind."""
-        out = {WEDGED: 0, DOWN: 0}
+        out = {WEDGED: 0, DOWN: 0, SLEEPING: 0}
         for w in self.windows:
             out[w.kind] += 1
         return out
@@ -116,57 +137,103 @@ class WindowResult:
 # Loading what the rule reads
 
 
-def _grouped(rows, key_len: int) -> dict[tuple, list]:
-    """Rows sorted by their first ``key_len`` columns -> {key: [rest, ...]}."""
-    out: dict[tuple, list] = {}
-    for key, group in itertools.groupby(rows, key=lambda r: tuple(r[:key_len])):
-        out[key] = [r[key_len:] if len(r) - key_len > 1 else r[key_len] for r in group]
-    return out
+def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list, ...]]:
+    """``sql`` returns ``key_len`` key columns, then lists (aggregated in SQL, sorted
+    by time): -> {key: (list, ...)}. DuckDB groups; Python never walks row tuples."""
+    return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
 
 
 def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
-    rows = con.execute(
-        """
-        SELECT pod, model_name, labels::VARCHAR AS series, epoch_us(ts), value
+    found = _lists(con, """
+        SELECT pod, model_name, labels::VARCHAR, list(epoch_us(ts) ORDER BY ts), list(value ORDER BY ts)
         FROM metric_samples
         WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
-        ORDER BY pod NULLS FIRST, model_name, series, ts
-        """,
-        {"m": GENERATION_TOKENS},
-    ).fetchall()
+        GROUP BY ALL
+        """, {"m": GENERATION_TOKENS}, 3)
     out: dict[Unit, list] = defaultdict(list)
-    for (pod, model, _series), points in _grouped(rows, 3).items():
-        out[(pod, model)].append(points)
+    for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
+            kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
+        out[(pod, model)].append(list(zip(times, values)))
     return dict(out)
 
 
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
-    rows = con.execute(
-        """
-        SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0
-        FROM metric_samples
-        WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
-        GROUP BY ALL ORDER BY pod NULLS FIRST, model_name, t
-        """,
-        {"metrics": list(DEMAND_METRICS)},
-    ).fetchall()
-    return {unit: ([t for t, _ in pts], [bool(f) for _, f in pts]) for unit, pts in _grouped(rows, 2).items()}
+    found = _lists(con, """
+        SELECT pod, model_name, list(t ORDER BY t), list(busy ORDER BY t)
+        FROM (SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0 AS busy
+              FROM metric_samples
+              WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
+              GROUP BY ALL)
+        GROUP BY ALL
+        """, {"metrics": list(DEMAND_METRICS)}, 2)
+    return {unit: (times, flags) for unit, (times, flags) in found.items()}
 
 
-def _load_up(con) -> dict[str | None, list[tuple[int, float]]]:
-    """{pod: [(instant, up)] sorted}; several `up` series of one pod at one instant: the lowest."""
-    rows = con.execute(
-        """
-        SELECT pod, epoch_us(ts) AS t, min(value)
-        FROM metric_samples
-        WHERE metric = $m AND isfinite(value)
-        GROUP BY pod, ts ORDER BY pod NULLS FIRST, t
-        """,
-        {"m": UP},
-    ).fetchall()
-    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]:
+    """{pod: [(instant, up)] sorted} from the pod's vLLM target, and notes on sidecars set aside.
+
+    The target's own ``up`` is the series whose instance and job (else instance
+    alone) match those of the pod's vLLM series; several such series at one
+    instant: the lowest.
+    """
+    targets: dict = defaultdict(set)
+    for pod, instance, job in con.execute(
+            "SELECT DISTINCT pod, instance, job FROM metric_samples WHERE metric <> $m", {"m": UP}).fetchall():
+        targets[pod].add((instance, job))
+    found = _lists(con, """
+        SELECT pod, instance, job, list(t ORDER BY t), list(v ORDER BY t)
+        FROM (SELECT pod, instance, job, epoch_us(ts) AS t, min(value) AS v
+              FROM metric_samples
+              WHERE metric = $m AND isfinite(value)
+              GROUP BY ALL)
+        GROUP BY ALL
+        """, {"m": UP}, 3)
+    by_pod: dict = defaultdict(dict)
+    for (pod, instance, job), (times, values) in found.items():
+        by_pod[pod][(instance, job)] = list(zip(times, values))
+    out, notes = {}, []
+    for pod, series in by_pod.items():
+        mine = targets.get(pod, set())
+        chosen = [k for k in series if k in mine]
+        if not chosen:
+            instances = {i for i, _ in mine if i is not None}
+            chosen = [k for k in series if k[0] in instances]
+        if not chosen:
+            chosen = list(series)
+        elif len(chosen) < len(series):
+            aside = sorted(f"{i or '?'} ({j or '?'})" for i, j in series if (i, j) not in chosen)
+            notes.append(f"{pod}: `up` of {', '.join(aside)} not used (not the vLLM target: a sidecar)")
+        lowest: dict[int, float] = {}
+        for key in chosen:
+            for t, v in series[key]:
+                lowest[t] = min(v, lowest.get(t, v))
+        out[pod] = sorted(lowest.items())
+    return out, notes
+
+
+def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
+    """{unit: [(instant, asleep)] sorted}: a unit sleeps at an instant when all its engines do."""
+    found = _lists(con, """
+        SELECT pod, model_name, list(t ORDER BY t), list(asleep ORDER BY t)
+        FROM (SELECT pod, model_name, t, bool_and(asleep) AS asleep
+        FROM (
+            SELECT pod, model_name, epoch_us(ts) AS t,
+                   coalesce(labels ->> 'engine', labels ->> 'engine_id', '') AS engine,
+                   bool_or(CASE labels ->> 'sleep_state'
+                               WHEN 'awake' THEN value <= 0
+                               WHEN 'weights_offloaded' THEN value >= 1
+                               WHEN 'discard_all' THEN value >= 1
+                               ELSE (labels ->> 'sleep_state') IS NULL AND value > 0 END) AS asleep
+            FROM metric_samples
+            WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
+            GROUP BY ALL
+        )
+        GROUP BY ALL)
+        GROUP BY ALL
+        """, {"m": SLEEP_STATE}, 2)
+    return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
 def _load_pod_models(con) -> dict[str | None, set[str]]:
@@ -184,31 +251,25 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
     if not pods:
         return {}
     named = [p for p in pods if p is not None]
-    rows = con.execute(
-        """
-        SELECT pod, epoch_us(ts) AS t FROM metric_samples
+    found = _lists(con, """
+        SELECT pod, list(DISTINCT epoch_us(ts) ORDER BY epoch_us(ts)) FROM metric_samples
         WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
-        GROUP BY ALL ORDER BY pod NULLS FIRST, t
-        """,
-        {"pods": named, "with_null": None in pods},
-    ).fetchall()
-    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+        GROUP BY ALL
+        """, {"pods": named, "with_null": None in pods}, 1)
+    return {k[0]: v[0] for k, v in found.items()}
 
 
 def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
     """{metric model_name: sorted instants of logged requests}, through model_map."""
     if not models:
         return {}
-    rows = con.execute(
-        """
-        SELECT coalesce(m.model_name, r.model) AS metric_model, epoch_us(r.ts) AS t
+    found = _lists(con, """
+        SELECT coalesce(m.model_name, r.model) AS metric_model, list(epoch_us(r.ts) ORDER BY r.ts)
         FROM records r LEFT JOIN model_map m ON m.log_model = r.model
         WHERE r.type = 'request' AND list_contains($models, coalesce(m.model_name, r.model))
-        ORDER BY metric_model, t
-        """,
-        {"models": models},
-    ).fetchall()
-    return {k[0]: v for k, v in _grouped(rows, 1).items()}
+        GROUP BY ALL
+        """, {"models": models}, 1)
+    return {k[0]: v[0] for k, v in found.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -306,14 +367,19 @@ def _wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], log_demand: l
     """The runs of one unit that are wedges under the rule above."""
     out = []
     for start, end, why in runs:
+        if end - start < w_us:
+            continue  # too short for demand to last W inside it (most runs: one scrape between increases)
         # The sample showing an increase or a reset belongs to the new state, not the flat run.
         hi = end if why in (_GAP, _END) else end - 1
         firsts = {}
-        for name, spells in (
-            ("requests running/waiting", _gauge_spells(gauge, start, hi, w_us)),
-            # A request logged at the run's first sample was served by the increase seen there.
-            ("logged requests", _request_spells(log_demand, start + 1, hi, w_us)),
-        ):
+        if _first_in(gauge[0], start, hi) is not None:
+            # The pod's own gauges report: they alone say whether this pod had demand.
+            sources = (("requests running/waiting", _gauge_spells(gauge, start, hi, w_us)),)
+        else:
+            # No gauges: logged requests to the model stand in. A request logged at
+            # the run's first sample was served by the increase seen there.
+            sources = (("logged requests", _request_spells(log_demand, start + 1, hi, w_us)),)
+        for name, spells in sources:
             lasting = [first for first, last in spells if last - first >= w_us]
             if lasting:
                 firsts[name] = lasting[0]
@@ -337,25 +403,39 @@ def _log_demand(requests: list[int], other_increases: list[int], w_us: int) -> l
     return out
 
 
-def _down_from_up(pod, models: set[str], points: list[tuple[int, float]], w_us: int) -> list[Window]:
-    """Windows where the pod's `up` said 0."""
+def _spans(points, w_us: int) -> list[tuple[int, int]]:
+    """(first, end) of each spell of ``points`` ``(instant, in_state)``: from the first
+    sample in the state to the first one out of it, or to the last one in it when a
+    hole longer than ``W`` or the end of the data follows (unknown after that)."""
     spans = []
-    start = last0 = prev_t = None
-    for t, v in points:
-        if start is not None and t - prev_t > w_us:  # unknown after a long hole: end at the last 0
-            spans.append((start, last0))
+    start = last_in = prev_t = None
+    for t, inside in points:
+        if start is not None and t - prev_t > w_us:
+            spans.append((start, last_in))
             start = None
-        if v <= 0:
+        if inside:
             if start is None:
                 start = t
-            last0 = t
+            last_in = t
         elif start is not None:
             spans.append((start, t))
             start = None
         prev_t = t
     if start is not None:
-        spans.append((start, last0))
+        spans.append((start, last_in))
+    return spans
+
+
+def _down_from_up(pod, models: set[str], points: list[tuple[int, float]], w_us: int) -> list[Window]:
+    """Windows where the pod's `up` said 0."""
+    spans = _spans([(t, v <= 0) for t, v in points], w_us)
     return [Window(pod, m, DOWN, s, e, "up == 0") for s, e in spans for m in sorted(models)]
+
+
+def _sleeping(unit: Unit, points: list[tuple[int, bool]], w_us: int) -> list[Window]:
+    """Windows where the unit's engines said they sleep (vllm:engine_sleep_state)."""
+    return [Window(unit[0], unit[1], SLEEPING, s, e, "engine asleep (vllm:engine_sleep_state)")
+            for s, e in _spans(points, w_us) if e > s]
 
 
 def _missing_targets(model: str, pods: list, presence: dict, w_us: int) -> list[Window]:
@@ -385,15 +465,16 @@ def _missing_targets(model: str, pods: list, presence: dict, w_us: int) -> list[
 
 
 def _clip_wedges(windows: list[Window]) -> list[Window]:
-    """Cut the down windows of a pod out of its wedged windows.
+    """Cut the down and sleeping windows of a pod out of its wedged windows.
 
     A pod cannot be up and down at once; a failed scrape in the middle of a wedge
     makes that instant down and leaves the wedge on both sides of it (a wedge is
-    judged on the whole flat run, so the pieces may be shorter than ``W``).
+    judged on the whole flat run, so the pieces may be shorter than ``W``). An
+    engine asleep is flat on purpose: never wedged.
     """
     downs: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     for w in windows:
-        if w.kind == DOWN:
+        if w.kind in (DOWN, SLEEPING):
             downs[(w.pod, w.model_name)].append((w.start_us, w.end_us))
     out = []
     for w in windows:
@@ -428,13 +509,19 @@ def _merge(windows: list[Window]) -> list[Window]:
     return out
 
 
-def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
-    """Compute the wedged and down windows from the stored samples (without writing them)."""
+def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m",
+                    progress: Callable[[int, int, str], None] | None = None) -> WindowResult:
+    """Compute the wedged, down and sleeping windows from the stored samples (without writing them).
+
+    ``progress(done, total, what)`` is called per unit (pod and model) judged.
+    """
     w_us = round(parse_duration(wedge_window, "--wedge-window") * US)
     result = WindowResult()
     counters = _load_counters(con)
     demand = _load_demand(con)
-    up = _load_up(con)
+    up, sidecar_notes = _load_up(con)
+    result.warnings += sidecar_notes
+    sleep = _load_sleep(con)
     pod_models = _load_pod_models(con)
     models = sorted({m for ms in pod_models.values() for m in ms})
     requests = _load_requests(con, models)
@@ -456,11 +543,16 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
                 f"wedge window ({w_us / US:g}s): every interval is a gap and no wedge can be seen "
                 "(use a finer step or a longer --wedge-window)")
 
-    for unit, runs in runs_of.items():
+    for i, (unit, runs) in enumerate(runs_of.items()):
+        if progress:
+            progress(i, len(runs_of), f"pod windows {unit[0]}")
         pod, model = unit
         others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
         log_demand = _log_demand(requests.get(model, []), others, w_us)
         result.windows += _wedges(unit, runs, demand.get(unit, ([], [])), log_demand, w_us)
+
+    for unit, points in sleep.items():
+        result.windows += _sleeping(unit, points, w_us)
 
     no_model = []
     for pod, points in up.items():
@@ -500,9 +592,10 @@ def recompute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float 
     return result
 
 
-def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m") -> WindowResult:
+def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5m",
+                  progress: Callable[[int, int, str], None] | None = None) -> WindowResult:
     """:func:`recompute_windows` inside the caller's transaction (the loaders use it)."""
-    result = compute_windows(con, wedge_window)
+    result = compute_windows(con, wedge_window, progress)
     con.execute("DELETE FROM pod_windows")
     if result.windows:
         con.executemany(
@@ -513,6 +606,34 @@ def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5
     return result
 
 
+#: Each wedged-pod / pod-down turn in one window: the earliest of its kind and model containing it.
+_EPISODES = """
+WITH w AS (
+    SELECT row_number() OVER (ORDER BY start_ts, kind, pod NULLS FIRST, model_name, end_ts) AS wid, *
+    FROM pod_windows
+),
+hit AS (
+    SELECT w.wid, row_number() OVER (PARTITION BY t.request_id, t.ts ORDER BY w.wid) AS k
+    FROM turns t
+    JOIN w ON w.model_name = t.metric_model
+          AND w.kind = CASE t.incident_class WHEN 'wedged-pod' THEN 'wedged' ELSE 'down' END
+          AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts
+    WHERE t.incident_class IN ('wedged-pod', 'pod-down')
+),
+n AS (SELECT wid, count(*) AS failed FROM hit WHERE k = 1 GROUP BY wid)
+SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
+       (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
+       coalesce(n.failed, 0) AS failed_turns, w.detail
+FROM w LEFT JOIN n USING (wid)
+WHERE ($models IS NULL OR w.model_name IN (
+          SELECT coalesce(m.model_name, x.model)
+          FROM (SELECT unnest($models) AS model) x LEFT JOIN model_map m ON m.log_model = x.model))
+  AND ($since IS NULL OR w.end_ts >= $since)
+  AND ($until IS NULL OR w.start_ts < $until)
+ORDER BY w.wid
+"""
+
+
 def wedged_episodes(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -520,37 +641,29 @@ def wedged_episodes(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> list[dict]:
-    """Every wedged or down window with the failed turns inside it, for the summary.
+    """Every wedged, down or sleeping window with the failed turns it explains, for the summary.
 
-    ``failed_turns`` counts turns of the window's model (through ``model_map``) that
-    the ``turns`` view classes ``wedged-pod`` or ``pod-down`` and whose response (or
-    request, when unanswered) time falls in the window. Call after
+    ``failed_turns`` counts the turns the ``turns`` view classes ``wedged-pod``
+    (wedged windows) or ``pod-down`` (down windows) whose response (or request,
+    when unanswered) time falls in the window, each turn in one window only (see
+    the module docstring), so they add up to the classes; sleeping windows explain
+    no failure. Wedged windows carry ``corroboration``: what the other signals
+    said (:func:`~.evidence.corroborate`). Call after
     :func:`analyzer.turns.refresh_turns`. ``models`` (log model names, mapped
     through ``model_map``) and ``since``/``until`` (naive UTC; windows overlapping
     ``[since, until)``) filter like the summary's options.
     """
-    rows = con.execute(
-        """
-        SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
-               (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
-               (SELECT count(*) FROM turns t
-                WHERE t.metric_model = w.model_name
-                  AND t.incident_class IN ('wedged-pod', 'pod-down')
-                  AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts) AS failed_turns,
-               w.detail
-        FROM pod_windows w
-        WHERE ($models IS NULL OR w.model_name IN (
-                  SELECT coalesce(m.model_name, x.model)
-                  FROM (SELECT unnest($models) AS model) x LEFT JOIN model_map m ON m.log_model = x.model))
-          AND ($since IS NULL OR w.end_ts >= $since)
-          AND ($until IS NULL OR w.start_ts < $until)
-        ORDER BY w.start_ts, w.kind, w.pod NULLS FIRST, w.model_name
-        """,
-        {"models": models or None, "since": since, "until": until},
-    ).fetchall()
-    return [
+    from .evidence import corroborate
+
+    rows = con.execute(_EPISODES, {"models": models or None, "since": since, "until": until}).fetchall()
+    out = [
         {"pod": pod, "model_name": model, "kind": kind,
          "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
          "duration_s": float(duration), "failed_turns": int(failed), "detail": detail}
         for pod, model, kind, start, end, duration, failed, detail in rows
     ]
+    wedged = [(e, (pod, model, start, end)) for e, (pod, model, kind, start, end, *_rest) in zip(out, rows)
+              if kind == WEDGED]
+    for e, found in zip((e for e, _ in wedged), corroborate(con, [key for _, key in wedged])):
+        e["corroboration"] = found
+    return out

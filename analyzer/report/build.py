@@ -186,28 +186,6 @@ WHERE ts >= $since AND ts < $until AND list_contains($models, model)
 GROUP BY ALL
 """
 
-# Windows overlapping the period, with the failures of the window's kind inside them.
-_WINDOWS = """
-WITH w AS (
-    SELECT row_number() OVER (ORDER BY start_ts, pod, kind) AS wid, *
-    FROM pod_windows
-    WHERE end_ts >= $since AND start_ts < $until
-),
-f AS (
-    SELECT metric_model, coalesce(response_ts, ts) AS at, incident_class
-    FROM turns
-    WHERE incident_class IN ('wedged-pod', 'pod-down')
-      AND ts >= $since - INTERVAL 1 DAY AND ts < $until + INTERVAL 1 DAY
-)
-SELECT w.wid, coalesce(w.pod, ''), coalesce(w.model_name, ''), w.kind, w.start_ts, w.end_ts, count(f.at)
-FROM w
-LEFT JOIN f
-  ON f.metric_model = w.model_name AND f.at >= w.start_ts AND f.at <= w.end_ts
- AND f.incident_class = CASE w.kind WHEN 'wedged' THEN 'wedged-pod' ELSE 'pod-down' END
-GROUP BY ALL
-ORDER BY w.wid
-"""
-
 # Rate of the generation counter per pod and bucket. A counter reset (the value
 # drops) counts the new value as the increase; duplicates (dt = 0) and gaps longer
 # than $max_gap seconds are left out rather than smeared.
@@ -443,12 +421,20 @@ def _headline(focus: str, models: list[str], period: Period, current: dict, prev
 
 
 def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindow]:
-    return [
-        PodWindow(pod=redact(pod) or "", model_name=redact(model) or "", kind=kind, start=start, end=end,
-                  minutes=round((end - start).total_seconds() / 60, 1), failures=failures)
-        for _, pod, model, kind, start, end, failures in _q(con, _WINDOWS, p)
-        if kind in ("wedged", "down")
-    ]
+    """The wedged and down windows overlapping the period, each failure counted in one window
+    (as the summary's episode table counts them), with the wedged windows' corroboration."""
+    from ..metrics import wedged_episodes
+
+    out = []
+    for e in wedged_episodes(con, since=p["since"], until=p["until"]):
+        if e["kind"] not in ("wedged", "down"):
+            continue  # sleeping engines are not failures of the pod
+        start, end = (datetime.fromisoformat(e[k].removesuffix("Z")) for k in ("start", "end"))
+        out.append(PodWindow(
+            pod=redact(e["pod"]) or "", model_name=redact(e["model_name"]) or "", kind=e["kind"], start=start,
+            end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
+            corroboration=redact((e.get("corroboration") or {}).get("text"))))
+    return out
 
 
 def _timeline(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, windows: list[PodWindow],

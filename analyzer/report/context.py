@@ -59,7 +59,13 @@ class PodWindow(_Model):
     end: datetime = Field(description="Window end (UTC).")
     minutes: float = Field(description="Length of the window in minutes.")
     failures: int = Field(
-        description="Turns of that model classed `wedged-pod` (wedged window) or `pod-down` (down window) inside it."
+        description="Turns of that model classed `wedged-pod` (wedged window) or `pod-down` (down window) inside it, "
+                    "each turn counted in one window only (the earliest containing it)."
+    )
+    corroboration: str | None = Field(
+        default=None,
+        description="Wedged windows: what the other signals said (running stuck, waiting growing, KV cache full, "
+                    "success counter flat), e.g. `3/4 agree: ...`; None for down windows.",
     )
 
 
