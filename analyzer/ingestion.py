@@ -785,6 +785,11 @@ class _Ingest:
             return
         con = self.con
         table = pa.Table.from_batches(batch.pieces, schema=_BATCH_SCHEMA)
+        if len(batch.pieces) > 64 and os.environ.get("X_COMBINE", "1") == "1":
+            # Thousands of small chunk files make thousands of tiny Arrow batches, and
+            # DuckDB pays per batch it scans: one copy into large ones is far cheaper.
+            batch.pieces = []
+            table = pa.Table.from_batches(table.combine_chunks().to_batches(max_chunksize=32_768))
         con.register("batch_lines", table)
         try:
             with transaction(con):

@@ -144,6 +144,12 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
     if head.startswith(_BOM):
         head = head[len(_BOM):]
     sep = b"\r" if b"\n" not in head and b"\r" in head else b"\n"
+    # The common cases, told from bytes (a folder of 10,000 chunks asks this 10,000 times).
+    if any(p.encode() in head for p in RECORD_PREFIXES):
+        return KUBECTL, sep
+    first = head.split(sep, 1)[0].strip()
+    if first.startswith(b'{"') and not _PROM_JSON.match(first.decode("utf-8", errors="replace")):
+        return JSONL, sep
     text = head.decode("utf-8", errors="replace")
     if any(p in text for p in RECORD_PREFIXES):
         return KUBECTL, sep
