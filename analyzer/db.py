@@ -394,7 +394,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckd
     con.execute("SET enable_progress_bar = false")
     # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
     # well under the memory target and makes large joins spill to disk instead.
-    con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "512MB")])
+    con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")])
     if not read_only:
         try:
             migrate(con)

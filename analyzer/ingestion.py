@@ -647,6 +647,13 @@ class _Batch:
         self.files: dict[int, _FileState] = {}
         self.nbytes = 0
         self.lines = 0
+        self.small: list[pa.RecordBatch] = []
+
+    def seal(self) -> None:
+        """Merge the small pieces gathered so far into one Arrow batch."""
+        if self.small:
+            self.pieces.append(pa.concat_batches(self.small))
+            self.small = []
 
     def add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         n = len(piece.lines)
@@ -658,7 +665,16 @@ class _Batch:
             pa.nulls(n, pa.bool_()).fill_null(stdout),
             pa.nulls(n, pa.large_string()) if pod is None else pa.nulls(n, pa.large_string()).fill_null(pod),
         ]
-        self.pieces.append(pa.RecordBatch.from_arrays(cols, schema=_BATCH_SCHEMA))
+        rb = pa.RecordBatch.from_arrays(cols, schema=_BATCH_SCHEMA)
+        if n < _SMALL_PIECE:
+            # Thousands of small chunk files make thousands of tiny Arrow batches,
+            # and DuckDB pays per batch it scans: merge them as they come (a copy of
+            # a few hundred small pieces at a time, so memory does not double).
+            self.small.append(rb)
+            if len(self.small) >= 256:
+                self.seal()
+        else:
+            self.pieces.append(rb)
         self.nbytes += piece.nbytes
         self.lines += n
         self.files[state.file_id] = state
@@ -669,6 +685,8 @@ class _Batch:
     def empty(self) -> bool:
         return not self.files
 
+
+_SMALL_PIECE = 4096  # lines: pieces smaller than this are merged
 
 _BATCH_SCHEMA = pa.schema([
     ("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_string()),
@@ -784,18 +802,21 @@ class _Ingest:
         if batch.empty():
             return
         con = self.con
+        batch.seal()
         table = pa.Table.from_batches(batch.pieces, schema=_BATCH_SCHEMA)
-        if len(batch.pieces) > 64 and os.environ.get("X_COMBINE", "1") == "1":
-            # Thousands of small chunk files make thousands of tiny Arrow batches, and
-            # DuckDB pays per batch it scans: one copy into large ones is far cheaper.
-            batch.pieces = []
-            table = pa.Table.from_batches(table.combine_chunks().to_batches(max_chunksize=32_768))
         con.register("batch_lines", table)
         try:
             with transaction(con):
                 self._register_files(batch)
                 n = {"batch": con.execute("SELECT nextval('ingest_batches')").fetchall()[0][0]}
-                inserted = con.execute(_STORE, n).fetchall()[0][0]
+                # Row order in `records` carries no meaning (file and line say where a
+                # record came from); not keeping it lets DuckDB write row groups as
+                # they fill instead of holding them in order (less memory).
+                con.execute("SET preserve_insertion_order = false")
+                try:
+                    inserted = con.execute(_STORE, n).fetchall()[0][0]
+                finally:
+                    con.execute("RESET preserve_insertion_order")
                 con.execute(_REST, n)
                 stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(_BATCH_STATS, n).fetchall()}
                 bad = sum(s[1] for s in stats.values())
