@@ -225,6 +225,9 @@ def _exit_for(err: BaseException) -> None:
     from .interrupt import was_interrupted
 
     if isinstance(err, SystemExit):
+        ctx = err.__context__  # typer turns a closed pipe into exit 1: it is not a failure
+        if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
+            _quiet_closed_pipe()
         raise err
     if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
         _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
@@ -257,7 +260,11 @@ def _exit_for(err: BaseException) -> None:
 def _quiet_closed_pipe() -> None:
     """`analyze ... | head -1`: the reader has what it wants; end quietly with 0."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush into the pipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush into the pipe
+        if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):  # `2>&1 | head`: the same pipe
+            os.dup2(devnull, sys.stderr.fileno())
     except (OSError, ValueError):
         pass
     raise SystemExit(0)

@@ -370,15 +370,17 @@ def check_ours(con: duckdb.DuckDBPyConnection, target: str) -> None:
 
 
 def connect(path: str | Path | None = None, *, read_only: bool = False,
-            config: dict | None = None) -> duckdb.DuckDBPyConnection:
+            config: dict | None = None, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the analyzer database with its views ready.
 
     Args:
         path: the DuckDB file; default ``$ANALYZER_DB`` or ``./analyzer.duckdb``.
             ``":memory:"`` gives a throwaway database.
         read_only: open without write access (the database must already exist).
-        config: further DuckDB settings for this connection (``analyze sql`` locks
-            external access with them).
+        config: further DuckDB settings to open the connection with.
+        settings: DuckDB settings applied with ``SET`` once the connection is ready,
+            in order (``analyze sql`` turns off external access, then locks the
+            configuration).
 
     Never downloads an extension (:data:`NO_NETWORK_CONFIG`).
 
@@ -406,6 +408,8 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
         # well under the memory target and makes large joins spill to disk instead.
         con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "1GB")])
+        for name, value in (settings or {}).items():  # in order: lock_configuration comes last
+            con.execute(f"SET {name} = ?", [value])
     except BaseException:
         con.close()
         raise

@@ -16,6 +16,18 @@ def _t(value: Any) -> str:
     return escape(terminal_text(value))
 
 
+class _Console(Console):
+    """A rich console that reports a closed pipe as ``BrokenPipeError``.
+
+    Rich's own handling exits with 1; the command line ends a closed pipe
+    (``analyze ... | head -1``) quietly with 0.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError()
+
+
 def _on_terminal() -> bool:
     import sys
 
@@ -29,7 +41,7 @@ def _pct(rate: float) -> str:
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
     # Piped output gets a fixed, wide layout instead of rich's 80-column default.
-    out = console or Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
+    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
     out.print(
