@@ -322,9 +322,10 @@ def plan_replay(
         model: the model name to send (default: each turn's logged model).
         flatten: also try the opt-in ``flatten_transcript`` rung.
     """
-    from .summary import is_glm
+    from .summary import is_glm, like_match
 
-    wanted = (lambda m: m in only_models) if only_models else is_glm
+    # --only-model takes names or LIKE patterns, as --model does in the summary
+    wanted = (lambda m: any(like_match(m, p) for p in only_models)) if only_models else is_glm
     rows = [r for r in con.execute(_ELIGIBLE_SQL).fetchall() if wanted(r[3])]
     not_captured = sum(1 for r in rows if not r[10] or r[11] is None)
     rows = [r for r in rows if r[10] and r[11] is not None]
@@ -520,11 +521,47 @@ class _Fatal(Exception):
     """The endpoint cannot serve this replay at all."""
 
 
+def check_api_key(key: str, source: str = "the API key") -> str:
+    """Refuse a key that cannot go into an HTTP header as it is, without ever showing it.
+
+    A key copied with its line end (``echo $KEY > file``), or holding spaces or
+    other control characters, would make the HTTP client raise an error that
+    quotes the header (escaped, so a plain scrubber misses it).
+
+    Raises:
+        AnalyzerError: (usage) CR, LF, whitespace or another control character in the key.
+    """
+    bad = [name for name, test in (("a line break (CR or LF)", lambda c: c in "\r\n"),
+                                   ("a space or tab", lambda c: c in " \t"),
+                                   ("a control character", lambda c: ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0))
+           if any(test(c) for c in key)]
+    if bad:
+        raise AnalyzerError(f"{source} holds {bad[0]} ({len(key)} characters, not shown): remove it "
+                            "(a key read from a file often keeps its line end)", ExitCode.USAGE)
+    return key
+
+
+def secret_forms(secret: str) -> list[str]:
+    """``secret`` as errors may quote it: raw, stripped, escaped by repr/JSON, URL-encoded (longest first)."""
+    from urllib.parse import quote, quote_plus
+
+    forms = {secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1],
+             secret.encode("unicode_escape").decode("ascii"), quote(secret, safe=""), quote_plus(secret)}
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
 def _scrubber(secret: str | None) -> Callable[[str | None], str | None]:
+    """A scrub for texts that may quote ``secret``: every escaped form of it, and credentials in general."""
+    from .report.redact import redact
+
+    forms = secret_forms(secret) if secret else []
+
     def scrub(text: str | None) -> str | None:
-        if text is None or not secret:
+        if text is None:
             return text
-        return text.replace(secret, "***")
+        for form in forms:
+            text = text.replace(form, "***")
+        return redact(text)
     return scrub
 
 
@@ -568,6 +605,8 @@ async def areplay(
         raise AnalyzerError("--concurrency must be at least 1", ExitCode.USAGE)
     url = endpoint_url(endpoint)
     public = public_endpoint(url)
+    if api_key:
+        check_api_key(api_key)  # before it goes near a header
     scrub = _scrubber(api_key)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     limiter = RateLimiter(rate)
@@ -685,6 +724,7 @@ def replay_command(
             if not api_key:
                 raise AnalyzerError(f"--api-key-env: the environment variable {api_key_env} is not set or empty",
                                     ExitCode.USAGE)
+            check_api_key(api_key, f"the API key in ${api_key_env}")
     elif endpoint:
         url = endpoint_url(endpoint)
     tools = load_tools_file(tools_file) if tools_file else None
