@@ -242,9 +242,12 @@ def _exit_for(err: BaseException) -> None:
     if isinstance(err, OSError) and err.errno == errno.EPIPE:
         _quiet_closed_pipe()
     if isinstance(err, AnalyzerError):
+        cause = err.__cause__
+        if err.exit_code == ExitCode.FAILED and cause is not None and is_write_failure(cause):
+            _fail(str(err), int(ExitCode.CANNOT_WRITE))  # e.g. the export's "cannot write" on a full disk
         _fail(str(err), int(err.exit_code))
     if is_write_failure(err):  # disk full, no permission, read-only file system
-        where = f": {err.filename}" if isinstance(err, OSError) and err.filename else ""
+        where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
         text = (err.strerror or str(err)) if isinstance(err, OSError) else str(err)
         _fail(f"cannot write{where}: {text}", int(ExitCode.CANNOT_WRITE))
     if isinstance(err, OSError):  # a vanished file and the like: say so in one line

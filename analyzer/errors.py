@@ -49,7 +49,7 @@ class WriteError(AnalyzerError):
 
 
 # errno values that mean "this output cannot be written" rather than a bug.
-_WRITE_ERRNOS = {"ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "EFBIG", "EISDIR", "ENOTDIR"}
+_WRITE_ERRNOS = {"ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "EFBIG", "EISDIR", "ENOTDIR", "EEXIST"}
 # The same conditions as DuckDB words them in its IOException messages.
 _WRITE_TEXTS = ("no space left on device", "disk quota exceeded", "permission denied",
                 "read-only file system", "file too large", "could not write", "cannot open file")

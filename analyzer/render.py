@@ -179,7 +179,7 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
         return
     pods = [terminal_text(e["pod"] or "?") for e in episodes]
     table = _episode_table(episodes, pods)
-    excess = out.measure(table).maximum - out.width
+    excess = out.measure(table, options=out.options.update_width(10_000)).maximum - out.width
     prefix = ""
     if excess > 0:
         prefix, pods = elide_common_prefix(pods, max(len(p) for p in pods) - excess)
