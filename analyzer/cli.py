@@ -15,6 +15,12 @@ import typer
 
 from .errors import AnalyzerError, ExitCode
 
+# Typer prints an argument's Python type beside its metavar (`FILES <list[str]>`);
+# the metavar and the help say it better.
+from typer.core import TyperArgument as _TyperArgument  # noqa: E402
+
+_TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -44,7 +50,7 @@ def _group(
 
 @app.command("run")
 def run_cmd(
-    files: Optional[List[str]] = typer.Argument(None, metavar="[FILES]...", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
+    files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of quarantining it."),
@@ -71,7 +77,7 @@ def run_cmd(
 
 @app.command("sql")
 def sql_cmd(
-    query: Optional[str] = typer.Argument(None, metavar="[QUERY]", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
+    query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
     param: Optional[List[str]] = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", help="A $name parameter as NAME=VALUE (repeatable)."),
     fmt: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output format: table, csv or json."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
@@ -111,7 +117,7 @@ def sync_cmd(
 
 @app.command("report")
 def report_cmd(
-    files: Optional[List[str]] = typer.Argument(None, metavar="[FILES]...", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
+    files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
     week: Optional[str] = typer.Option(None, "--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W47 [default: the last complete week in the data]."),
     since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Report from this time instead of a week (ISO 8601, UTC)."),
@@ -155,7 +161,7 @@ def replay_cmd(
 
 @app.command("forget")
 def forget_cmd(
-    paths: Optional[List[str]] = typer.Argument(None, metavar="[PATHS]...", show_default=False,
+    paths: Optional[List[str]] = typer.Argument(None, metavar="PATHS", show_default=False,
                                                 help="Files to forget: paths or globs as the database holds them (see `analyze --db X`)."),
     since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Forget the files whose records all lie at or after this time."),
     until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="... and before this time."),

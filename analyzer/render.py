@@ -257,7 +257,6 @@ def print_holdings(summary: dict[str, Any], out: Console) -> None:
     out.print(
         f"the database holds {h['files']:,} file(s) ({forms}) from {len(srcs)} source(s) ({escape(shown)}); "
         f"records {span or '-'}" + (f" in {len(periods)} separate periods" if len(periods) > 1 else ""),
-        soft_wrap=True,
     )
     m = summary.get("metrics") or {}
     if h.get("metric_samples"):
