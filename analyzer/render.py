@@ -28,6 +28,19 @@ class _Console(Console):
         raise BrokenPipeError()
 
 
+def shown_path(path: str) -> str:
+    """A stored (absolute) path as the operator typed it: relative when under the current folder."""
+    import os
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return path
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    return path
+
+
 def _on_terminal() -> bool:
     import sys
 
@@ -85,7 +98,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         whole = " (in the whole database)" if summary.get("not_filtered") else ""
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
         for s in summary["quarantine_samples"]:
-            out.print(f"  {terminal_text(s['path'])}:{s['line_no']}: {terminal_text(s['reason'])}", markup=False)
+            out.print(f"  {terminal_text(shown_path(s['path']))}:{s['line_no']}: {terminal_text(s['reason'])}",
+                      markup=False)
     note = summary["metrics"]["note"]
     if note:
         out.print(f"[yellow]note:[/] {note}")
@@ -251,15 +265,13 @@ def print_holdings(summary: dict[str, Any], out: Console) -> None:
 
     forms = ", ".join(f"{n['files']:,} {_FORM_NAMES.get(form, form)}" for form, n in h["forms"].items())
     srcs = h["sources"]
-    shown = ", ".join(terminal_text(s["source"]) for s in srcs[:3]) + (f" and {len(srcs) - 3} more" if len(srcs) > 3 else "")
+    shown = ", ".join(terminal_text(shown_path(s["source"])) for s in srcs[:3]) + (f" and {len(srcs) - 3} more" if len(srcs) > 3 else "")
     periods = h["periods"]
     span = "; ".join(f"{p['first_day']} .. {p['last_day']}" for p in periods[:4]) + (" ..." if len(periods) > 4 else "")
-    out.print(
-        f"the database holds {h['files']:,} file(s) ({forms}) from {len(srcs)} source(s) ({escape(shown)}); "
-        f"records {span or '-'}" + (f" in {len(periods)} separate periods" if len(periods) > 1 else ""),
-    )
+    out.print(f"the database holds {h['files']:,} file(s) ({forms}) from {len(srcs)} source(s): {escape(shown)}")
+    out.print(f"  records {span or '-'}" + (f" in {len(periods)} separate periods" if len(periods) > 1 else ""))
     m = summary.get("metrics") or {}
     if h.get("metric_samples"):
         stored = "" if m.get("wedge_window_stored", True) else " (this run only, not stored)"
-        out.print(f"metrics: {h['metric_samples']:,} samples, {h['metrics_first'] or '-'} .. {h['metrics_last'] or '-'}; "
+        out.print(f"  metrics: {h['metric_samples']:,} samples, {h['metrics_first'] or '-'} .. {h['metrics_last'] or '-'}; "
                   f"pod windows with wedge window {describe_seconds(m.get('wedge_window_s'))}{stored}")

@@ -210,8 +210,8 @@ def test_summary_from_the_database_alone(week_db, tmp_path):
     assert s["turns"] == 2 and s["filters"]["models"] == ["qwen3"] and "ingest" not in s
     assert s["database"]["files"] == 1 and s["database"]["records"] == 12
     p = analyze("--db", str(week_db))
-    assert p.returncode == 0 and "the database holds 1 file(s) (1 JSONL) from 1 source(s)" in p.stdout
-    assert "records 2026-11-16 .. 2026-11-21" in p.stdout
+    assert p.returncode == 0 and "the database holds 1 file(s) (1 JSONL) from 1 source(s): " in p.stdout
+    assert "  records 2026-11-16 .. 2026-11-21\n" in p.stdout
     p = analyze("--db", str(tmp_path / "none.duckdb"), "--model", "glm-5")
     assert p.returncode == ExitCode.USAGE and "no database at" in one_error_line(p)
     assert not (tmp_path / "none.duckdb").exists()
