@@ -225,8 +225,6 @@ def _route(args: list[str]) -> list[str]:
 
 def _exit_for(err: BaseException) -> None:
     """One line on stderr and the documented exit code for whatever ended the command."""
-    import click
-
     from .errors import is_write_failure
     from .interrupt import was_interrupted
 
@@ -237,13 +235,15 @@ def _exit_for(err: BaseException) -> None:
         raise err
     if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
         _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
-    if isinstance(err, click.exceptions.Exit):
+    exits, click_errors, usage_errors, aborts = _click_exceptions()
+    if isinstance(err, exits):
         raise SystemExit(err.exit_code)
-    if isinstance(err, click.ClickException):
-        if isinstance(err, click.UsageError) and err.ctx is not None:
-            print(err.ctx.get_usage(), file=sys.stderr)
-        _fail(err.format_message(), err.exit_code)
-    if isinstance(err, click.exceptions.Abort):
+    if isinstance(err, click_errors):
+        hint = ""
+        if isinstance(err, usage_errors) and getattr(err, "ctx", None) is not None:  # one line, and where to look
+            hint = f" (`{err.ctx.command_path} -h` lists the options)"
+        _fail(err.format_message() + hint, err.exit_code)
+    if isinstance(err, aborts):
         _fail("aborted", int(ExitCode.FAILED))
     if isinstance(err, OSError) and err.errno == errno.EPIPE:
         _quiet_closed_pipe()
@@ -264,6 +264,24 @@ def _exit_for(err: BaseException) -> None:
         _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
               int(ExitCode.FAILED))
     raise err
+
+
+def _click_exceptions() -> tuple[tuple, tuple, tuple, tuple]:
+    """(exit, error, usage error, abort) classes of click and of the copy of click typer carries."""
+    import click
+
+    mods = [click.exceptions]
+    try:
+        import typer._click.exceptions as vendored  # typer >= 0.2x parses with its own click
+
+        mods.append(vendored)
+    except ImportError:
+        pass
+
+    def of(name: str) -> tuple:
+        return tuple(getattr(m, name) for m in mods if hasattr(m, name))
+
+    return (of("Exit") + (typer.Exit,), of("ClickException"), of("UsageError"), of("Abort") + (typer.Abort,))
 
 
 def _quiet_closed_pipe() -> None:

@@ -11,6 +11,7 @@ from typing import Iterator
 from .db import connect
 from .ingestion import IngestReport, ingest
 from .sources import discover
+from .safetext import terminal_text
 from .holdings import changes, holdings, plan_wedge_window, store_wedge_window
 from .summary import build_summary, parse_range
 from .turns import refresh_turns
@@ -197,7 +198,7 @@ def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, w
         store_wedge_window(con, parse_duration(wedge_window, "--wedge-window"))
     for load in loads:
         for warning in load.warnings:
-            print(f"analyze: warning: {warning}", file=sys.stderr)
+            print(f"analyze: warning: {terminal_text(warning)}", file=sys.stderr)  # pod names are log text
     return loads
 
 

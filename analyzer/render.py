@@ -149,7 +149,7 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
-            r["trigger"], r["rung"], f"{r['reached']:,}", f"{r['recovered']:,}",
+            _t(r["trigger"]), _t(r["rung"]), f"{r['reached']:,}", f"{r['recovered']:,}",
             f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
             f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
         )

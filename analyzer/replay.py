@@ -780,63 +780,70 @@ def _dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
     }
 
 
+def _say(text: str = "") -> None:
+    """Print a line of the text report: request ids and model names are log text, shown escaped."""
+    from .safetext import printable
+
+    print(printable(text))
+
+
 def _print_header(plan: ReplayPlan, endpoint: str | None, *, dry: bool) -> None:
     which = "GLM models" if not plan.models else ", ".join(plan.models)
     n = len(plan.turns)
     if dry:
-        print(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
+        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
               + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
     else:
-        print(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
-    print(f"ladder rungs: {', '.join(plan.rungs)}")
+        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
+    _say(f"ladder rungs: {', '.join(plan.rungs)}")
     if plan.not_captured:
-        print(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
+        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
     for s in plan.skipped:
-        print(f"skipped {s.request_id} {_iso(s.ts)}: {s.reason}")
+        _say(f"skipped {s.request_id} {_iso(s.ts)}: {s.reason}")
     if not n:
-        print("nothing to replay: no ladder-eligible turn with full-capture messages"
+        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
               + ("" if not plan.models else " for these models"))
         return
     stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
     if stand_ins:
-        print(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
+        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
               "(definitions are not logged; pass --tools FILE for the real ones)")
-    print("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
+    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
 
 
 def _print_dry_run(plan: ReplayPlan, doc: dict[str, Any]) -> None:
     _print_header(plan, doc["endpoint"], dry=True)
     for t, d in zip(plan.turns, doc["turns"]):
-        print()
-        print(f"{t.request_id} {_iso(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
+        _say()
+        _say(f"{t.request_id} {_iso(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
               f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
         for note in t.notes:
-            print(f"  note: {note}")
+            _say(f"  note: {note}")
         for p in d["payloads"]:
-            print(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
+            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
                   f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
 
 
 def _print_report(report: ReplayReport) -> None:
     _print_header(report.plan, report.endpoint, dry=False)
-    print()
-    print(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
+    _say()
+    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
           f"{'recovered at':<17} attempts")
     for o in report.outcomes:
-        print(f"{o.turn.request_id:<10} {_iso(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
+        _say(f"{o.turn.request_id:<10} {_iso(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
               f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
     rows = report.per_rung()
     if rows:
-        print()
-        print(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
+        _say()
+        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
         for r in rows:
-            print(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
+            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
     counts = _count(o.outcome for o in report.outcomes)
-    print()
-    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    _say()
+    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if counts.get(NOT_TRIGGERED):
-        print(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
+        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
               "they count in no recovery rate")
-    print(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
+    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
           "(ladder_attempts / ladder_summary rows with source = 'replay')")
     sys.stdout.flush()

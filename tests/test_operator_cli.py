@@ -555,3 +555,21 @@ def test_sql_write_runs_several_statements(week_db):
     assert p.returncode == 0, p.stderr
     p = analyze("sql", "SELECT sum(x) AS s FROM notes", "-f", "json", "--db", str(week_db))
     assert json.loads(p.stdout) == [{"s": 3}]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "--bogus", "x"], "No such option: --bogus (`analyze run -h` lists the options)"),
+    (["export"], "Missing option '--parquet'"),
+    (["replay", "--limit", "many"], "Invalid value for '--limit'"),
+])
+def test_usage_errors_are_one_line_with_exit_2(args, message):
+    p = analyze(*args)
+    assert p.returncode == ExitCode.USAGE
+    assert message in one_error_line(p)
+
+
+def test_sql_json_escapes_c1_controls_and_bidi(week_db):
+    p = analyze("sql", "SELECT chr(155) || '2J' || chr(8238) AS s", "-f", "json", "--db", str(week_db))
+    assert p.returncode == 0
+    assert "\x9b" not in p.stdout and "\u202e" not in p.stdout
+    assert json.loads(p.stdout) == [{"s": "\x9b2J\u202e"}]  # the same value, escaped
