@@ -401,6 +401,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         if is_write_failure(exc) and not Path(target).exists():
             raise WriteError(f"cannot create database {target}: {one_line(str(exc))}") from exc
         raise DatabaseError(f"cannot open database {target}: {one_line(str(exc))}") from exc
+    from .interrupt import track
+
+    track(con)  # Ctrl-C stops a long statement instead of waiting for it
     try:
         if target != ":memory:":
             check_ours(con, target)

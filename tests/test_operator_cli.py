@@ -153,6 +153,25 @@ def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consi
     assert summary["ingest"]["files_unchanged"] == files and summary["turns"] == 24 * 1000
 
 
+@pytest.mark.parametrize("args", [
+    ["sql", "SELECT sum(hash(range)) FROM range(100000000000)"],
+    ["sql", "CREATE TABLE big AS SELECT range AS r, hash(range) AS h FROM range(3000000000)", "--write"],
+])
+def test_sigint_stops_a_long_statement_at_once(week_db, args):
+    """DuckDB does not return to Python during a statement: the signal interrupts it."""
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args, "--db", str(week_db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    time.sleep(2.0)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)  # ends within seconds, not when the statement would
+    assert proc.returncode == 130 and err == "analyze: error: interrupted\n"
+    p = analyze("sql", "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'big'",
+                "-f", "json", "--db", str(week_db))
+    assert json.loads(p.stdout) == [{"n": 0}]
+
+
 def test_relative_times_and_a_reversed_range(week_db):
     db = str(week_db)
     p = analyze("--db", db, "--since", "3650d", "--until", "1h", "--json")  # the data is in the past
