@@ -62,17 +62,21 @@ def run_cmd(
     save_wedge_window: bool = typer.Option(False, "--save-wedge-window", help="Store the windows of --wedge-window: later commands use them."),
     prometheus: Optional[str] = typer.Option(None, "--prometheus", metavar="URL", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
     model_map: Optional[List[str]] = typer.Option(None, "--model-map", metavar="LOG=METRIC", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
+    fail_on: Optional[List[str]] = typer.Option(None, "--fail-on", metavar="METRIC>N[%]", help="Exit 7 after the summary when a threshold is crossed, e.g. 'tool-history-5xx>2%' or 'wedged-pod>0' (repeatable, or comma-separated)."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
+    from .oncall import check_fail_on, parse_fail_on
     from .pipeline import run_main_job, summary_from_database
 
+    thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
-        summary_from_database(db=db, json_out=json_out, models=model, since=since, until=until,
-                              wedge_window=wedge_window, save_wedge_window=save_wedge_window)
-        return
-    run_main_job(files=files or [], db=db, json_out=json_out, strict=strict, models=model,
-                 since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                 save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map)
+        summary = summary_from_database(db=db, json_out=json_out, models=model, since=since, until=until,
+                                        wedge_window=wedge_window, save_wedge_window=save_wedge_window)
+    else:
+        summary = run_main_job(files=files or [], db=db, json_out=json_out, strict=strict, models=model,
+                               since=since, until=until, metrics=metrics, wedge_window=wedge_window,
+                               save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map)
+    check_fail_on(summary, thresholds)
 
 
 @app.command("sql")

@@ -268,7 +268,64 @@ def _m003_build_state(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _m004_window_params_issue14(con: duckdb.DuckDBPyConnection) -> None:
+def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- Which proxy replica wrote a record: the pod named by a multi-pod stdout
+        -- prefix (`[pod/NAME/CONTAINER] `, stern's `NAME CONTAINER `). Null where
+        -- the input does not say (S3 chunks, single-pod stdout, rows before 004).
+        ALTER TABLE records ADD COLUMN proxy_pod VARCHAR;
+
+        -- Progress through a file, so a big file is many transactions and a killed
+        -- run resumes where it stopped. Rows before 004 hold NULL (read whole).
+        ALTER TABLE source_files ADD COLUMN bytes_done BIGINT;   -- input bytes committed (uncompressed for gzip)
+        ALTER TABLE source_files ADD COLUMN lines_done BIGINT;   -- lines (Parquet rows) committed
+        ALTER TABLE source_files ADD COLUMN complete BOOLEAN;    -- false while a file is part-read
+
+        -- Files that could not be read as logs: skipped, reported, never silent.
+        CREATE TABLE skipped_files (
+            path        VARCHAR NOT NULL,
+            reason      VARCHAR NOT NULL,
+            size_bytes  BIGINT,
+            mtime       DOUBLE,
+            seen_at     TIMESTAMP
+        );
+
+        -- Stdout lines that are data but not records: slow completions, normalized
+        -- tool-call arguments, and the proxy's own word that records were lost.
+        CREATE TABLE proxy_events (
+            ts          TIMESTAMP,              -- the kubectl --timestamps stamp, when present
+            proxy_pod   VARCHAR,                -- from a multi-pod prefix, when present
+            kind        VARCHAR NOT NULL,       -- slow-completion | normalized-arguments | buffer-dropped |
+                                                -- flush-failed | logging-imbalance | log-response-failed |
+                                                -- log-response-failures
+            request_id  VARCHAR,
+            model       VARCHAR,
+            lost        BIGINT,                 -- records the line says were lost (dropped, failed)
+            value       BIGINT,                 -- the line's number: ms, count, entries re-queued ...
+            text        VARCHAR,                -- the line, at most 500 characters
+            file_id     INTEGER NOT NULL,
+            line_no     BIGINT NOT NULL
+        );
+
+        -- Turns whose records changed since `turns` was last built, by turn key
+        -- (the session, or `~request_id` for records without one): the next
+        -- refresh re-derives only these (analyzer.turns).
+        CREATE TABLE turns_dirty (turn_key VARCHAR NOT NULL);
+
+        -- The pod windows the `turns` table was last classified with: a refresh
+        -- re-derives only the turns inside windows that appeared or vanished.
+        CREATE TABLE turns_windows (
+            model_name  VARCHAR,
+            kind        VARCHAR,
+            start_ts    TIMESTAMP,
+            end_ts      TIMESTAMP
+        );
+        """
+    )
+
+
+def _m005_window_params_issue14(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
         -- Settings the database keeps between runs, so a one-off option does not
@@ -289,7 +346,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
     ("002_replay_attempts", _m002_replay_attempts),
     ("003_build_state", _m003_build_state),
-    ("004_window_params_issue14", _m004_window_params_issue14),
+    ("004_production_inputs", _m004_production_inputs),
+    ("005_window_params_issue14", _m005_window_params_issue14),
 ]
 
 
@@ -408,6 +466,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         if target != ":memory:":
             check_ours(con, target)
         con.execute("SET TimeZone = 'UTC'")
+        # DuckDB draws its own progress bar on long queries; the analyzer shows its
+        # own on a terminal only, and nothing when piped.
+        con.execute("SET enable_progress_bar = false")
         # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
         # well under the memory target and makes large joins spill to disk instead.
         con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "1GB")])

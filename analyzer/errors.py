@@ -15,7 +15,9 @@ class ExitCode(IntEnum):
     BAD_INPUT = 4  # malformed input under --strict
     DATABASE = 5  # the database cannot be opened or is not ours
     UPSTREAM = 6  # a remote service (Prometheus, replay endpoint) failed
-    CANNOT_WRITE = 7  # an output cannot be written: disk full, permission denied, read-only file system
+    THRESHOLD = 7  # a --fail-on threshold was crossed (the summary was still printed)
+    SKIPPED = 8  # --strict: the run completed, but some input files were skipped
+    CANNOT_WRITE = 9  # an output cannot be written: disk full, permission denied, read-only file system
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it
 
 

@@ -4,7 +4,8 @@ A mistaken run (another week's logs, the wrong bucket) should not stay in the
 database forever. ``forget`` removes files chosen by path (a file, a folder, a
 glob, as ``analyze --db X`` lists the sources) or by time range (the files whose
 records all lie in ``[since, until)``), with their records, their quarantined
-lines and the replay attempts of their turns, in one transaction. Then it
+lines, the proxy events read from them and the replay attempts of their turns,
+in one transaction. Then it
 re-derives what depended on them:
 
 - a record is stored once even when several files hold it (the S3 copy and the
@@ -121,8 +122,14 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
     if dry_run or (not ids and not metric_sources):
         return report
     with transaction(con):
+        # The turns of these records are derived again at the refresh below (as
+        # ingestion marks the turns of the records it adds).
+        con.execute("""INSERT INTO turns_dirty
+                       SELECT DISTINCT coalesce(session_id, '~' || coalesce(request_id, '')) FROM records
+                       WHERE file_id IN (SELECT file_id FROM forget_ids) AND type IN ('request', 'response')""")
         con.execute("DELETE FROM records WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM forget_ids)")
+        con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM source_files WHERE file_id IN (SELECT file_id FROM forget_ids)")
         if metric_sources:
             con.execute("DELETE FROM metric_samples WHERE list_contains(?, source)", [metric_sources])

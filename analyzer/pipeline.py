@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Iterator
 
 from .db import connect
+from .errors import AnalyzerError, ExitCode, InputError
 from .ingestion import IngestReport, ingest
-from .sources import discover
-from .safetext import terminal_text
+from .sources import discover_inputs
 from .holdings import changes, holdings, plan_wedge_window, store_wedge_window
+from .safetext import terminal_text
 from .summary import build_summary, parse_range
 from .turns import refresh_turns
 
@@ -64,13 +65,16 @@ def run_main_job(
 
     # a bad value fails before any work
     requested_w = parse_duration(wedge_window, "--wedge-window") if wedge_window else None
-    sources = discover(files)  # a missing input fails before a database is created
+    sources = discover_inputs(files)  # a missing input fails before a database is created
     con = connect(db)
     try:
         before = holdings(con)
         stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
         with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:
             report = ingest(con, sources, strict=strict, progress=progress)
+        _say_skipped(report)
+        if report.metric_files:  # Prometheus exports passed among the logs
+            metrics = list(metrics or []) + report.metric_files
         metric_loads = _load_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
                                      force=save_wedge_window)
         refresh_turns(con)
@@ -81,6 +85,8 @@ def run_main_job(
     finally:
         con.close()
     _print(summary, json_out)
+    if strict and report.skipped_files:
+        raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
     return summary
 
 
@@ -171,6 +177,25 @@ def _print(summary: dict, json_out: bool) -> None:
         from .render import print_summary
 
         print_summary(summary)
+
+
+def _say_skipped(report: IngestReport) -> None:
+    """Skipped files and notes on stderr; a run whose every input was skipped is an error.
+
+    A run that read some files and skipped others succeeds (exit 0): a cron job
+    should not fail every night over a stray file in the log folder, and the
+    skipped files are listed in the summary and kept in ``skipped_files``.
+    ``--strict`` makes such a run exit 8 after committing the good files.
+    """
+    for s in report.skipped_files:
+        print(f"analyze: warning: skipped {terminal_text(s['path'])}: {terminal_text(s['reason'])}", file=sys.stderr)
+    for n in report.notes:
+        print(f"analyze: note: {terminal_text(n['path'])}: {terminal_text(n['note'])}", file=sys.stderr)
+    read = report.files_ingested + report.files_unchanged + report.files_resumed + len(report.metric_files)
+    if report.skipped_files and not read:
+        first = report.skipped_files[0]
+        more = f" (and {len(report.skipped_files) - 1} more)" if len(report.skipped_files) > 1 else ""
+        raise InputError(f"{first['path']}: {first['reason']}{more}; nothing was ingested")
 
 
 def _load_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until,

@@ -108,6 +108,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     print_episodes(summary["metrics"].get("episodes") or [], out)
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
+    from .summary import print_oncall
+
+    print_oncall(summary.get("oncall"), out)
 
 
 def print_sizing(s: dict[str, Any], out: Console) -> None:

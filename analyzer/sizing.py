@@ -37,7 +37,10 @@ def wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float
     """
     if n <= 0:
         return None
-    low, high = con.execute("SELECT wilson_low(?, ?), wilson_high(?, ?)", [k, n, k, n]).fetchall()[0]
+    # Python ints bind as INTEGER: pass DOUBLEs, so even a database whose stored
+    # macros predate the DOUBLE arithmetic (opened read-only) cannot overflow INT32.
+    low, high = con.execute("SELECT wilson_low(?::DOUBLE, ?::DOUBLE), wilson_high(?::DOUBLE, ?::DOUBLE)",
+                            [k, n, k, n]).fetchall()[0]
     return round(low, 4), round(high, 4)
 
 

@@ -2,17 +2,27 @@
 
 Forms: ``jsonl`` (S3 chunk files: one JSON record per line), ``kubectl`` (pod
 stdout: records behind ``📥 REQUEST: `` / ``✓ RESPONSE: `` / ``✗ RESPONSE: ``
-prefixes among free-text lines) and ``parquet`` (the consolidated tier, the record
-as JSON in the ``entry`` column). Any text form may be gzip-compressed.
+prefixes among free-text lines, from one pod or many), ``parquet`` (the
+consolidated tier, the record as JSON in the ``entry`` column), ``stdin``
+(``-``: any text form, as it arrives) and ``metrics`` (Prometheus exports passed
+among the logs, loaded as metrics). Any text form may be gzip-compressed: gzip is
+told by its magic bytes, not by the name.
+
+Discovery never stops on one bad input: a dangling link, an unreadable file or
+folder, a FIFO or a stranger's file is reported (``skipped`` or ``notes``) and
+the other inputs are read. Only an argument that matches nothing at all is an
+error, since that is a typo, not a bad file.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import hashlib
 import os
-from dataclasses import dataclass
+import re
+import stat
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
@@ -20,6 +30,8 @@ from .errors import InputError
 JSONL = "jsonl"
 KUBECTL = "kubectl"
 PARQUET = "parquet"
+STDIN = "stdin"
+METRICS = "metrics"
 
 RECORD_PREFIXES = ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: ")
 # Lines the real proxy prints on stdout besides records: a file holding only
@@ -27,7 +39,23 @@ RECORD_PREFIXES = ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: ")
 _PROXY_BANNER_MARKS = ("Multi-Provider LLM Proxy", "Uvicorn running", "INFO:     ", "✓ Flushed", "✓ Loaded configuration")
 _PEEK = 64 * 1024
 _SKIP_NAMES = {".DS_Store"}
-_TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out"}
+_TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out", ".csv", ".prom"}
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+# The mirror's derived tiers (per-turn and per-session views): not records.
+_DERIVED_TIERS = ("sessions", "session-rollup")
+# Prometheus: a query/query_range JSON document, or the text exposition format.
+_PROM_JSON = re.compile(r'^\s*\{\s*"(?:status|data)"\s*:')
+_PROM_TEXT = re.compile(r"^(?:# (?:HELP|TYPE) [a-zA-Z_:]|[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})? (?:-?[0-9.eE+-]+|NaN|[+-]Inf)\b)")
+_METRIC_CSV_HEADER = re.compile(r"^[\w\",:. ]*\b(?:metric|__name__)\b.*,.*\b(?:value|timestamp|ts)\b", re.I)
+
+
+class FormError(InputError):
+    """A file that is not a proxy log in any supported form (the file is skipped)."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
 
 
 @dataclass
@@ -44,6 +72,10 @@ class SourceFile:
     mtime: float
     _form: str | None = None
     _fingerprint: str | None = None
+    compressed: bool = False
+    separator: bytes | None = None
+    text_form: str | None = None  # standard input: the text form its first bytes showed
+    head: bytes | None = None  # standard input: the bytes read to tell its form
 
     def _read_head(self) -> None:
         try:
@@ -51,12 +83,23 @@ class SourceFile:
                 head = f.read(_PEEK)
                 self._fingerprint = _fingerprint(f, self.size, head)
         except OSError as exc:
-            raise InputError(f"{self.path}: cannot read: {exc}") from exc
-        self._form = detect_form(Path(self.path), head)
+            raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
+        self._form = self._detect(head)
+
+    def _detect(self, head: bytes) -> str:
+        if head[:4] == b"PAR1":
+            return PARQUET
+        if head[:2] == _GZIP_MAGIC:
+            self.compressed = True
+            head = _inflate_head(self.path, head)
+        elif self.path.endswith(".gz"):
+            raise FormError(self.path, "named .gz but not gzip (no gzip header)")
+        form, self.separator = detect_text_form(self.path, head)
+        return form
 
     @property
     def form(self) -> str:
-        """``jsonl``, ``kubectl`` or ``parquet``; raises InputError for a stranger's file."""
+        """``jsonl``, ``kubectl``, ``parquet``, ``metrics`` or ``stdin``; raises FormError for a stranger's file."""
         if self._form is None:
             self._read_head()
         return self._form  # type: ignore[return-value]
@@ -77,22 +120,74 @@ def _fingerprint(f, size: int, head: bytes | None = None) -> str:
     return h.hexdigest()
 
 
-def _candidates(arg: str) -> list[Path]:
-    p = Path(arg).expanduser()
-    if p.is_dir():
-        root = p.resolve()
-        found = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            found.extend(Path(dirpath) / n for n in filenames if _looks_like_input(Path(n)))
-        return sorted(found)
-    if p.is_file():
-        return [p]
-    matches = sorted(glob.glob(str(p), recursive=True))
-    out: list[Path] = []
-    for m in matches:
-        out.extend(_candidates(m))
-    return out
+def _inflate_head(path: str, head: bytes) -> bytes:
+    """The first inflated bytes of a gzip file (what there is, if it is cut short).
+
+    A file that is not gzip past its magic bytes is skipped; one that is merely
+    truncated is read up to its cut (the reader says where it ended).
+    """
+    try:
+        return zlib.decompressobj(wbits=31).decompress(head, _PEEK)
+    except zlib.error as exc:
+        raise FormError(path, f"damaged gzip: {exc}") from exc
+
+
+def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
+    """Tell a text input's form (and line separator) from its first bytes.
+
+    Looks past a bad first line: a file whose first line is garbage is still a
+    log if later lines are records (the bad line is quarantined when read).
+
+    Raises:
+        FormError: the input is not a proxy log or a metric file.
+    """
+    if head.startswith(_BOM):
+        head = head[len(_BOM):]
+    sep = b"\r" if b"\n" not in head and b"\r" in head else b"\n"
+    text = head.decode("utf-8", errors="replace")
+    if any(p in text for p in RECORD_PREFIXES):
+        return KUBECTL, sep
+    lines = [ln.strip() for ln in text.split(sep.decode())]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return JSONL, sep  # an empty file: nothing to read, nothing to lose
+    if _PROM_JSON.match(text):
+        return METRICS, sep
+    if not lines[0].startswith("{") and sum(1 for ln in lines[:20] if _PROM_TEXT.match(ln)) >= min(2, len(lines)):
+        return METRICS, sep
+    if _METRIC_CSV_HEADER.match(lines[0]):
+        return METRICS, sep
+    if any(ln.startswith("{") for ln in lines[:1000]):
+        return JSONL, sep
+    if any(m in text for m in _PROXY_BANNER_MARKS):
+        return KUBECTL, sep
+    raise FormError(
+        path,
+        "not a proxy log (expected JSON lines, kubectl stdout with '📥 REQUEST:' / '✓ RESPONSE:' lines, "
+        f"Parquet, or Prometheus metrics); it starts with {lines[0][:60]!r}",
+    )
+
+
+def detect_form(path: Path, head: bytes | None = None) -> str:
+    """Tell a file's form from its first bytes (read when ``head`` is None).
+
+    Raises:
+        FormError: the file is not a proxy log in any supported form.
+    """
+    st = os.stat(path)
+    f = SourceFile(path=str(path), size=st.st_size, mtime=st.st_mtime)
+    if head is not None:
+        return f._detect(head)
+    return f.form
+
+
+@dataclass
+class Discovered:
+    """What discovery found: files to read, files skipped (problems), notes (passed over on purpose)."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}
+    notes: list[dict] = field(default_factory=list)  # {"path", "note"}
 
 
 def _looks_like_input(p: Path) -> bool:
@@ -104,61 +199,104 @@ def _looks_like_input(p: Path) -> bool:
     return bool(suffixes) and suffixes[-1] in _TEXT_SUFFIXES | {".parquet"}
 
 
-def _peek(path: Path) -> bytes:
-    opener = gzip.open if path.suffix == ".gz" else open
+def _derived_tier(path: Path, root: Path) -> bool:
+    """A file under the mirror's derived ``sessions/`` or ``session-rollup/`` tiers."""
     try:
-        with opener(path, "rb") as f:
-            return f.read(_PEEK)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from exc
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    return any(p in _DERIVED_TIERS for p in parts[:-1]) and path.suffix == ".parquet"
 
 
-def detect_form(path: Path, head: bytes | None = None) -> str:
-    """Tell a file's form from its first bytes (``head``: its first 64 KiB, if read).
+def _walk(root: Path, out: Discovered) -> list[Path]:
+    found: list[Path] = []
+
+    def onerror(exc: OSError) -> None:
+        out.skipped.append({"path": exc.filename or str(root), "reason": f"cannot read folder: {exc.strerror or exc}"})
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for n in sorted(filenames):
+            p = Path(dirpath) / n
+            if not _looks_like_input(p):
+                continue
+            if _derived_tier(p, root):
+                out.notes.append({"path": str(p), "note": "derived session tier (not records): skipped"})
+                continue
+            found.append(p)
+    return found
+
+
+def _candidates(arg: str, out: Discovered) -> list[Path]:
+    p = Path(arg).expanduser()
+    if p.is_dir():
+        return _walk(p.resolve(), out)
+    if p.exists() or p.is_symlink():
+        return [p]
+    matches = sorted(glob.glob(str(p), recursive=True))
+    found: list[Path] = []
+    for m in matches:
+        found.extend(_candidates(m, out))
+    return found
+
+
+def _is_stdin(arg: str) -> bool:
+    return arg == "-" or os.path.realpath(arg) in ("/dev/stdin", "/proc/self/fd/0") or arg in ("/dev/stdin", "/dev/fd/0")
+
+
+def stdin_source() -> SourceFile:
+    """Standard input as a source: its first bytes tell its form (and gzip)."""
+    import sys
+    from datetime import datetime, timezone
+
+    fd = sys.stdin.fileno()
+    head = b""
+    while len(head) < 4096:  # enough to tell the form; blocks until the first lines arrive
+        b = os.read(fd, 65536)
+        if not b:
+            break
+        head += b
+        if b"\n" in head:
+            break
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    f = SourceFile(path=f"<stdin {stamp}>", size=0, mtime=0.0, head=head)
+    text = head
+    if head[:2] == _GZIP_MAGIC:
+        f.compressed = True
+        try:
+            text = zlib.decompressobj(wbits=31).decompress(head)
+        except zlib.error as exc:
+            raise FormError("<stdin>", f"damaged gzip: {exc}") from exc
+    form, f.separator = detect_text_form("<stdin>", text)
+    if form not in (JSONL, KUBECTL):
+        raise FormError("<stdin>", "standard input holds metrics, not logs: pass metric files with --metrics")
+    f._form, f.text_form, f._fingerprint = STDIN, form, ""
+    return f
+
+
+def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) -> Discovered:
+    """Expand files, directories (recursively), globs and ``-`` into input files, in order.
 
     Raises:
-        InputError: the file is not a proxy log in any supported form.
+        InputError: an argument matches nothing at all.
     """
-    if head is None or path.suffix == ".gz":
-        with open(path, "rb") as f:
-            raw = f.read(4)
-        if raw == b"PAR1":
-            return PARQUET
-        head = _peek(path)
-    elif head[:4] == b"PAR1":
-        return PARQUET
-    text = head.decode("utf-8", errors="replace")
-    if any(p in text for p in RECORD_PREFIXES):
-        return KUBECTL
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if first.startswith("{"):
-        return JSONL
-    if not first:
-        return JSONL  # an empty file: nothing to read, nothing to lose
-    if any(m in text for m in _PROXY_BANNER_MARKS):
-        return KUBECTL
-    raise InputError(
-        f"{path}: not a proxy log (expected JSON lines, kubectl stdout with "
-        f"'📥 REQUEST:' / '✓ RESPONSE:' lines, or Parquet); it starts with {first[:60]!r}"
-    )
-
-
-def discover(inputs: list[str]) -> list[SourceFile]:
-    """Expand files, directories (recursively) and globs into input files, in order.
-
-    Raises:
-        InputError: an argument matches nothing. (Whether a file is a proxy log is
-            checked when it is first read: :attr:`SourceFile.form`.)
-    """
+    out = Discovered()
+    if files is not None:
+        out.files = list(files)
+        return out
     seen: set[str] = set()
-    out: list[SourceFile] = []
     for arg in inputs:
+        if _is_stdin(arg):
+            if "<stdin>" not in seen:
+                seen.add("<stdin>")
+                out.files.append(stdin_source())
+            continue
         if arg.startswith("s3://"):  # mirrored into the local cache first (analyzer.objectstore)
             from .objectstore import sync_for_ingest
 
             arg = sync_for_ingest(arg)
-        paths = _candidates(arg)
-        if not paths:
+        paths = _candidates(arg, out)
+        if not paths and not any(s["path"].startswith(str(Path(arg).expanduser())) for s in out.skipped + out.notes):
             raise InputError(f"{arg}: no such file, directory or matching log files")
         for p in paths:
             real = os.path.abspath(p)
@@ -168,6 +306,24 @@ def discover(inputs: list[str]) -> list[SourceFile]:
             try:
                 st = os.stat(p)
             except OSError as exc:
-                raise InputError(f"{p}: cannot read: {exc}") from exc
-            out.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime))
+                what = "dangling link" if os.path.islink(p) else "cannot read"
+                out.skipped.append({"path": real, "reason": f"{what}: {exc.strerror or exc}"})
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device"
+                out.notes.append({"path": real, "note": f"not a regular file ({kind}): skipped; pipe it to `analyze -`"})
+                continue
+            if not os.access(p, os.R_OK):
+                out.skipped.append({"path": real, "reason": "cannot read: permission denied"})
+                continue
+            out.files.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime))
     return out
+
+
+def discover(inputs: list[str]) -> list[SourceFile]:
+    """Expand the inputs into files (see :func:`discover_inputs`); problems are reported at ingest.
+
+    Raises:
+        InputError: an argument matches nothing.
+    """
+    return discover_inputs(inputs).files

@@ -9,6 +9,7 @@ once, by :func:`analyzer.online.parse_error`, into ``error_kinds``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import duckdb
@@ -29,14 +30,16 @@ class ClassifyReport:
 
     new_error_heads: int = 0
     new_feature_rows: int = 0
+    rebuilt: str = "none"  # 'all' | 'incremental' | 'none'
 
 
-def refresh_error_kinds(con: duckdb.DuckDBPyConnection) -> int:
-    """Parse each error head not yet in ``error_kinds``; return how many were new."""
+
+def refresh_error_kinds(con: duckdb.DuckDBPyConnection, records: str = "records") -> int:
+    """Parse each error head (of the ``records`` table given) not yet in ``error_kinds``; return how many were new."""
     rows = con.execute(
         f"""
         SELECT DISTINCT r.provider, left(r.error, {ERROR_HEAD_CHARS}) AS head
-        FROM records r
+        FROM {records} r
         WHERE r.type = 'response' AND r.error IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM error_kinds e
                           WHERE e.error_head = left(r.error, {ERROR_HEAD_CHARS})
@@ -55,11 +58,11 @@ def _features_of(row: tuple) -> TurnFeatures:
     return TurnFeatures(**d, inferred=inferred)
 
 
-def refresh_feature_labels(con: duckdb.DuckDBPyConnection) -> int:
-    """Classify each feature combination not yet in ``feature_labels``; return the count."""
+def refresh_feature_labels(con: duckdb.DuckDBPyConnection, features: str = "turn_features") -> int:
+    """Classify each feature combination (of the ``features`` table given) not yet in ``feature_labels``."""
     cols = ", ".join(_FEATURE_COLUMNS)
     rows = con.execute(
-        f"SELECT DISTINCT {cols} FROM turn_features EXCEPT SELECT {cols} FROM feature_labels"
+        f"SELECT DISTINCT {cols} FROM {features} EXCEPT SELECT {cols} FROM feature_labels"
     ).fetchall()
     out = []
     for row in rows:
@@ -91,40 +94,106 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, 
 def refresh_turns(con: duckdb.DuckDBPyConnection) -> ClassifyReport:
     """Bring the classification up to date with the records (idempotent, incremental).
 
-    Classifies new error heads and feature combinations, then rebuilds the
-    materialized ``turns`` table if anything it reads changed.
+    Only the turns whose records changed (``turns_dirty``, written by ingestion)
+    or whose time falls in a pod window that appeared or vanished are
+    re-derived: their features computed once, new feature combinations and error
+    heads classified, their rows of ``turns`` replaced. A change of the SQL, of
+    the model map, or of the records by a writer that marks nothing dirty
+    rebuilds everything.
     """
     with transaction(con):
-        report = ClassifyReport()
-        # Labels depend on the records only: skip the distinct-feature scan when
-        # no record changed since the last refresh (a re-run with no new files).
-        from .queries import load_queries
+        return _refresh(con, force=False)
 
-        features_sql = load_queries()["turn_features"].sql
-        records_sig = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0] + "|" + _md5(features_sql)
-        known = con.execute("SELECT signature FROM build_state WHERE name = 'labels'").fetchall()
-        if not known or known[0][0] != records_sig:
-            report.new_error_heads = refresh_error_kinds(con)
-            report.new_feature_rows = refresh_feature_labels(con)
-            con.execute("INSERT OR REPLACE INTO build_state VALUES ('labels', ?, now())", [records_sig])
-        ensure_turns(con)
+
+def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
+    report = ClassifyReport()
+    queries = _queries()
+    sql_sig = _sql_signature(con, queries)
+    known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
+    records_sig = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]
+    n_dirty = con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]
+    full = (force or known.get("turns_sql") != sql_sig
+            or (known.get("records") != records_sig and not n_dirty))
+    if not full:
+        _mark_window_changes(con)
+        n_dirty = con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]
+        if not n_dirty:
+            return report
+    scope = "records" if full else "_turn_records"
+    if not full:
+        con.execute("""CREATE OR REPLACE TEMP TABLE _dirty_keys AS SELECT DISTINCT turn_key FROM turns_dirty""")
+        con.execute("""CREATE OR REPLACE TEMP TABLE _turn_records AS
+                       SELECT * FROM records
+                       WHERE coalesce(session_id, '~' || coalesce(request_id, '')) IN (SELECT turn_key FROM _dirty_keys)""")
+    report.new_error_heads = refresh_error_kinds(con, scope)
+    features = _scoped(queries["turn_features"].sql, "records", scope)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _turn_features AS {features}")
+    report.new_feature_rows = refresh_feature_labels(con, "_turn_features")
+    turns_sql = _scoped(queries["turns"].sql, "turn_features", "_turn_features")
+    if full:
+        con.execute(f"CREATE OR REPLACE TABLE turns AS {turns_sql}")
+    else:
+        con.execute("DELETE FROM turns WHERE coalesce(session_id, '~' || coalesce(request_id, '')) IN (SELECT turn_key FROM _dirty_keys)")
+        con.execute(f"INSERT INTO turns BY NAME {turns_sql}")
+        con.execute("DROP TABLE _turn_records")
+        con.execute("DROP TABLE _dirty_keys")
+    con.execute("DROP TABLE _turn_features")
+    con.execute("DELETE FROM turns_dirty")
+    con.execute("DELETE FROM turns_windows")
+    con.execute("INSERT INTO turns_windows SELECT DISTINCT model_name, kind, start_ts, end_ts FROM pod_windows")
+    for name, sig in (("turns_sql", sql_sig), ("records", records_sig)):
+        con.execute("INSERT OR REPLACE INTO build_state VALUES (?, ?, now())", [name, sig])
+    report.rebuilt = "all" if full else "incremental"
     return report
+
+
+def _queries():
+    from .queries import load_queries
+
+    return load_queries()
+
+
+def _scoped(sql: str, table: str, scope: str) -> str:
+    """The SQL reading ``scope`` where it reads ``table`` (``FROM table`` only)."""
+    if scope == table:
+        return sql
+    pattern = re.compile(rf"\bFROM {table}\b")
+    if not pattern.search(sql):
+        raise RuntimeError(f"expected the SQL to read FROM {table}")
+    return pattern.sub(f"FROM {scope}", sql)
+
+
+# Turns inside a pod window that appeared or vanished since the last build:
+# their window classes may change.
+_WINDOW_CHANGES = """
+INSERT INTO turns_dirty
+SELECT DISTINCT coalesce(t.session_id, '~' || coalesce(t.request_id, ''))
+FROM turns t
+JOIN ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
+       EXCEPT SELECT * FROM turns_windows)
+      UNION ALL
+      (SELECT * FROM turns_windows
+       EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows)) w
+  ON w.model_name = t.metric_model
+ AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts
+"""
+
+
+def _mark_window_changes(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(_WINDOW_CHANGES)
 
 
 _RECORDS_SIGNATURE = """
 SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0)) FROM records
 """
 
-_SIGNATURE = """
-SELECT concat_ws('|',
-    (""" + _RECORDS_SIGNATURE + """),
-    (SELECT count(*) FROM feature_labels),
-    (SELECT count(*) FROM error_kinds),
-    (SELECT count(*) FROM pod_windows),
-    (SELECT coalesce(sum(epoch(start_ts) + 7 * epoch(end_ts)), 0) FROM pod_windows),
-    (SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), '') FROM model_map),
-    md5($sql))
-"""
+
+def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
+    """What a full rebuild depends on besides the records: the SQL and the model map."""
+    mapping = con.execute(
+        "SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), '') FROM model_map"
+    ).fetchall()[0][0]
+    return _md5(queries["turn_features"].sql + queries["turns"].sql + mapping)
 
 
 def _md5(text: str) -> str:
@@ -134,35 +203,37 @@ def _md5(text: str) -> str:
 
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """True when the labels and the ``turns`` table match the records (read-only check)."""
-    from .queries import load_queries
-
-    queries = load_queries()
+    """True when the ``turns`` table matches the records and windows (a read-only check)."""
     try:
-        labels = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0] + "|" + _md5(queries["turn_features"].sql)
-        turns = con.execute(_SIGNATURE, {"sql": queries["turn_features"].sql + queries["turns"].sql}).fetchall()[0][0]
         known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
+        if known.get("turns_sql") != _sql_signature(con, _queries()):
+            return False
+        if known.get("records") != con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]:
+            return False
+        if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
+            return False
+        changed = con.execute(
+            """SELECT count(*) FROM ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
+                                     EXCEPT SELECT * FROM turns_windows)
+                                    UNION ALL
+                                    (SELECT * FROM turns_windows
+                                     EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows))"""
+        ).fetchall()[0][0]
     except duckdb.Error:  # an older schema: not current until migrated and rebuilt
         return False
-    return known.get("labels") == labels and known.get("turns") == turns
+    return not changed
 
 
 def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool:
-    """Rebuild the materialized ``turns`` table if its inputs changed; return whether it did.
+    """Bring ``turns`` up to date if anything it reads changed; return whether it did.
 
-    The inputs are the records, the labels, the metric windows, the model map and
-    the SQL of queries/turn_features.sql and queries/turns.sql; their signature is kept in ``build_state``.
+    Writes nothing when it is current, so it is safe on a read-only connection
+    that :func:`is_current` approved.
     """
-    from .queries import load_queries
-
-    queries = load_queries()
-    q = queries["turns"]
-    signature = con.execute(_SIGNATURE, {"sql": queries["turn_features"].sql + q.sql}).fetchall()[0][0]
-    known = con.execute("SELECT signature FROM build_state WHERE name = 'turns'").fetchall()
-    if not force and known and known[0][0] == signature:
+    if not force and is_current(con):
         return False
-    con.execute(f"CREATE OR REPLACE TABLE turns AS {q.sql}")
-    con.execute("INSERT OR REPLACE INTO build_state VALUES ('turns', ?, now())", [signature])
+    with transaction(con):
+        _refresh(con, force=force)
     return True
 
 

@@ -1,8 +1,9 @@
 -- view: turn_features
 -- title: Per-turn features, before classification
 -- One row per request record, paired with its response record (same request_id
--- and session, the first response at or after the request), plus responses whose
--- request record is missing. Carries the features analyzer.online.decide reads;
+-- and session, the first response at or after the request and within an hour of
+-- it: 8-hex ids drawn by many processes collide over months), plus responses
+-- whose request record is missing. Carries the features analyzer.online.decide reads;
 -- `inferred` lists the features reconstructed from evidence rather than logged.
 -- Legacy records (no log_fields): status parsed from the error text (via the
 -- error_kinds table, filled by analyzer.online.parse_error); tool history from
@@ -14,6 +15,17 @@ WITH req AS (
 resp AS (
     SELECT * FROM records WHERE type = 'response'
 ),
+matched AS (
+    -- The response each request pairs with: narrow, then joined back below.
+    -- (A hash join and a min: ids rarely repeat, so this beats an ASOF join's sort.)
+    SELECT q.request_id, q.session_id, q.ts, min(p.ts) AS response_ts
+    FROM req q
+    JOIN resp p
+      ON p.request_id = q.request_id
+     AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
+     AND p.ts >= q.ts AND p.ts <= q.ts + INTERVAL 1 HOUR
+    GROUP BY q.request_id, q.session_id, q.ts
+),
 paired AS (
     SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
            q.enable_thinking, q.message_count, q.tools_count, q.tool_results_count,
@@ -23,12 +35,13 @@ paired AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated,
+           coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
     FROM req q
-    ASOF LEFT JOIN resp p
-      ON p.request_id = q.request_id
-     AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
-     AND p.ts >= q.ts
+    LEFT JOIN matched m
+      ON m.request_id = q.request_id AND m.session_id IS NOT DISTINCT FROM q.session_id AND m.ts = q.ts
+    LEFT JOIN resp p
+      ON p.request_id = m.request_id AND p.session_id IS NOT DISTINCT FROM m.session_id AND p.ts = m.response_ts
 ),
 orphans AS (
     -- A response whose request record was lost is still a turn.
@@ -40,28 +53,38 @@ orphans AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated
+           p.logged_class, p.final_class, p.ladder, p.truncated,
+           p.proxy_pod
     FROM resp p
     WHERE NOT EXISTS (
-        SELECT 1 FROM paired x WHERE x.request_id = p.request_id AND x.response_ts = p.ts)
+        SELECT 1 FROM matched x
+        WHERE x.request_id = p.request_id AND x.session_id IS NOT DISTINCT FROM p.session_id
+          AND x.response_ts = p.ts)
 ),
 turns0 AS (
     SELECT * FROM paired
     UNION ALL
     SELECT * FROM orphans
 ),
+first_tool AS (
+    -- When each session first carried tool structure (a grouped aggregate joined
+    -- back: cheaper than a window over every turn).
+    SELECT session_id, min(ts) AS first_tool_ts
+    FROM turns0
+    WHERE session_id IS NOT NULL
+      AND (coalesce(tool_results_count, 0) > 0 OR coalesce(has_tool_calls, false))
+    GROUP BY session_id
+),
 evidence AS (
     SELECT t.*,
            t.response_ts IS NOT NULL AS answered,
            -- Earlier turns of the session left tool structure in this transcript.
-           CASE WHEN t.session_id IS NOT NULL THEN
-               bool_or(coalesce(t.tool_results_count, 0) > 0 OR coalesce(t.has_tool_calls, false))
-                   OVER (PARTITION BY t.session_id ORDER BY t.ts
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) END AS earlier_tool_turns,
+           CASE WHEN t.session_id IS NOT NULL THEN coalesce(ft.first_tool_ts < t.ts, false) END AS earlier_tool_turns,
            t.ladder -> '$.attempts[0]' AS first_attempt,
            e.error_kind AS parsed_error_kind,
            e.status AS parsed_status
     FROM turns0 t
+    LEFT JOIN first_tool ft ON ft.session_id = t.session_id
     LEFT JOIN error_kinds e
       ON e.error_head = left(t.error, 200)
      AND e.provider IS NOT DISTINCT FROM t.provider
@@ -109,5 +132,6 @@ SELECT
     ladder,
     ladder ->> 'trigger' AS ladder_trigger_logged,
     ladder ->> 'outcome' AS ladder_outcome,
-    ladder ->> 'recovered_at' AS recovered_at
+    ladder ->> 'recovered_at' AS recovered_at,
+    proxy_pod
 FROM evidence

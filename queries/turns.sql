@@ -27,6 +27,14 @@ WITH labelled AS (
       AND l.inferred IS NOT DISTINCT FROM f.inferred
     LEFT JOIN model_map m ON m.log_model = f.model
 ),
+ordered AS (
+    -- Position in the session, numbered over four narrow columns and joined back
+    -- (a window over the wide rows costs several times more).
+    SELECT session_id AS o_session, ts AS o_ts, request_id AS o_request, response_ts AS o_response_ts,
+           row_number() OVER (PARTITION BY session_id ORDER BY ts, request_id) AS turn_index
+    FROM turn_features
+    WHERE session_id IS NOT NULL
+),
 windowed AS (
     SELECT t.*,
            EXISTS (SELECT 1 FROM pod_windows w
@@ -64,6 +72,9 @@ SELECT
     inferred, prompt_md5, has_messages, content_chars, reasoning_chars, tool_call_count,
     cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
     metric_model,
-    CASE WHEN session_id IS NOT NULL THEN
-        row_number() OVER (PARTITION BY session_id ORDER BY ts, request_id) END AS turn_index
+    proxy_pod,
+    o.turn_index
 FROM windowed
+LEFT JOIN ordered o
+  ON o.o_session = session_id AND o.o_ts = ts AND o.o_request IS NOT DISTINCT FROM request_id
+ AND o.o_response_ts IS NOT DISTINCT FROM response_ts

@@ -231,8 +231,9 @@ def test_missing_inputs_and_strangers_are_clear_errors(tmp_path, db):
         run(db, [tmp_path / "nope.jsonl"])
     stranger = tmp_path / "notes.txt"
     stranger.write_text("Dear diary,\ntoday I analyzed logs.\n")
-    with pytest.raises(InputError, match="not a proxy log"):
-        run(db, [stranger])
+    report = run(db, [stranger])  # a stranger's file is skipped and said, never fatal to the run
+    assert [Path(s["path"]).name for s in report.skipped_files] == ["notes.txt"]
+    assert "not a proxy log" in report.skipped_files[0]["reason"]
 
 
 def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes(tmp_path):

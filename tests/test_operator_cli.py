@@ -430,15 +430,15 @@ def test_errors_are_one_line_and_whole_under_analyzer_debug(week_db):
     assert "LINE 1: SELEC 1" in p.stderr and "^" in p.stderr
 
 
-def test_unwritable_outputs_and_a_full_disk_exit_7_in_one_line(week, week_db, tmp_path):
+def test_unwritable_outputs_and_a_full_disk_exit_9_in_one_line(week, week_db, tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
     p = analyze("report", "--db", str(week_db), "--since", "2026-11-16", "--until", "2026-11-22",
                 "-o", str(a_file / "report.html"))
-    assert p.returncode == ExitCode.CANNOT_WRITE == 7
+    assert p.returncode == ExitCode.CANNOT_WRITE == 9
     assert f"cannot write {a_file}" in one_error_line(p)
     p = analyze("export", "--parquet", str(a_file / "lake"), "--db", str(week_db))
-    assert p.returncode == 7 and "cannot write the export" in one_error_line(p)
+    assert p.returncode == ExitCode.CANNOT_WRITE and "cannot write the export" in one_error_line(p)
 
     # A full disk, for real: the kernel refuses writes past a file-size limit (EFBIG).
     import resource
@@ -448,10 +448,10 @@ def test_unwritable_outputs_and_a_full_disk_exit_7_in_one_line(week, week_db, tm
         resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
 
     p = analyze(str(ROOT / "sample_logs" / "s3"), "--db", str(tmp_path / "full.duckdb"), preexec_fn=small_disk)
-    assert p.returncode == 7 and "File too large" in one_error_line(p)
+    assert p.returncode == ExitCode.CANNOT_WRITE and "File too large" in one_error_line(p)
 
 
-def test_a_full_tmpfs_exits_7(week, tmp_path):
+def test_a_full_tmpfs_exits_9(week, tmp_path):
     """ENOSPC from a real 1 MB tmpfs, where the machine lets us mount one (root)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
@@ -460,7 +460,7 @@ def test_a_full_tmpfs_exits_7(week, tmp_path):
         pytest.skip("mounting a tmpfs needs root; the file-size limit test covers the code path")
     try:
         p = analyze(str(ROOT / "sample_logs" / "s3"), "--db", str(mnt / "a.duckdb"))
-        assert p.returncode == 7 and "No space left on device" in one_error_line(p)
+        assert p.returncode == ExitCode.CANNOT_WRITE and "No space left on device" in one_error_line(p)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
 

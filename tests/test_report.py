@@ -648,6 +648,16 @@ def test_the_templates_read_exactly_the_documented_context(context):
         "breakdowns": context.breakdowns.model_copy(update={"items": [
             b.model_copy(update={"omitted": 3}) for b in context.breakdowns.items]}),
         "assets": build.plotly_assets("cdn"),
+        # The fixture week has no 429 burst and no provider that failed every call.
+        "oncall": context.oncall.model_copy(update={
+            "incidents": [ctx_module.ProviderIncident(
+                incident="nimbus unreachable: 14 of 14 calls", scope="provider", models="gpt-oss",
+                symptom="unreachable", first=datetime(2026, 11, 16), last=datetime(2026, 11, 22))],
+            "bursts": [ctx_module.RateLimitBurst(
+                provider="openrouter", model="z-ai/glm-4.6", start=datetime(2026, 11, 17, 19, 45),
+                end=datetime(2026, 11, 17, 19, 47), duration_s=120.0, rate_limited_turns=3, calls_in_window=5,
+                ok_in_window=2)],
+            "engine_crash_turns": 2, "error_groups_omitted": 4}),
     })
     seen = _render_recording(context) | _render_recording(variant)
     # The top-level variables are ReportContext's fields, each read by a template.

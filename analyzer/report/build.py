@@ -35,8 +35,13 @@ from .context import (
     HeadlineNumbers,
     LadderSection,
     LengthBudgetSection,
+    ErrorGroup,
+    LatencyRow,
     Methods,
+    OnCallSection,
     PodThroughput,
+    ProviderIncident,
+    RateLimitBurst,
     PodWindow,
     PositionRow,
     PositionSection,
@@ -48,6 +53,7 @@ from .context import (
     ThroughputSection,
     TimelineBucket,
     TimelineSection,
+    TokenRow,
     TopSessionsSection,
     TurnRow,
 )
@@ -307,7 +313,8 @@ WHERE ts >= $since AND ts < $until AND list_contains($models, model)
 _ANSWERED_THINKING = """
 WITH a AS (
     SELECT completion_tokens, reasoning_chars,
-           completion_tokens * content_chars / (content_chars + reasoning_chars) AS answer_tokens
+           -- BIGINT: two INTEGER character counts must not add up in INT32
+           completion_tokens * content_chars / (content_chars::BIGINT + reasoning_chars) AS answer_tokens
     FROM turns
     WHERE incident_class = 'ok' AND has_reasoning AND has_content
       AND completion_tokens > 0 AND content_chars > 0 AND reasoning_chars > 0
@@ -680,6 +687,48 @@ def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessi
     return TopSessionsSection(limit=TOP_SESSIONS, sessions=sessions)
 
 
+#: Error patterns the report shows (engine crashes always, on top of these).
+ONCALL_ERROR_GROUPS = 15
+
+
+def _at(value: str) -> datetime:
+    """A time of the on-call block (ISO 8601 with `Z`) as naive UTC."""
+    return datetime.fromisoformat(value.removesuffix("Z"))
+
+
+def _oncall(block: dict[str, Any]) -> OnCallSection:
+    """The on-call section from the summary's ``oncall`` block (all models; log text already redacted)."""
+    groups = [g for i, g in enumerate(block["error_groups"]) if i < ONCALL_ERROR_GROUPS or g["engine_crash"]]
+    latency = [LatencyRow(model=r["model"] or "(none)", provider=r["provider"] or "(none)", turns=r["turns"],
+                          timed_turns=r["timed_turns"], p50_ms=r["p50_ms"], p95_ms=r["p95_ms"], p99_ms=r["p99_ms"],
+                          max_ms=r["max_ms"])
+               for r in block["latency"]]
+    return OnCallSection(
+        incidents=[ProviderIncident(incident=i["incident"] or "", scope=i["scope"], models=i["models"] or "",
+                                    symptom=i["symptom"], first=_at(i["first"]), last=_at(i["last"]))
+                   for i in block["incidents"]],
+        incident_min_calls=block["parameters"]["incident_min_calls"],
+        engine_crash_turns=block["engine_crash_turns"],
+        bursts=[RateLimitBurst(provider=b["provider"] or "(none)", model=b["model"] or "(none)", start=_at(b["start"]),
+                               end=_at(b["end"]), duration_s=b["duration_s"], rate_limited_turns=b["rate_limited_turns"],
+                               calls_in_window=b["calls_in_window"], ok_in_window=b["ok_in_window"])
+                for b in block["rate_limit_bursts"]],
+        burst_gap_s=block["parameters"]["burst_gap_s"],
+        latency=latency,
+        tokens=[TokenRow(model=r["model"] or "(none)", providers=r["providers"] or "", turns=r["turns"],
+                         turns_with_usage=r["turns_with_usage"], prompt_tokens=r["prompt_tokens"],
+                         completion_tokens=r["completion_tokens"], cached_tokens=r["cached_tokens"],
+                         mean_completion_tokens=r["mean_completion_tokens"])
+                for r in block["tokens"]],
+        error_groups=[ErrorGroup(pattern=shorten(g["pattern"], TEXT_LIMIT) or "", turns=g["turns"],
+                                 models=g["models"] or "", main_class=g["main_class"] or "",
+                                 engine_crash=g["engine_crash"], last=_at(g["last"]),
+                                 example_request_id=g["example_request_id"] or "")
+                      for g in groups],
+        error_groups_omitted=len(block["error_groups"]) - len(groups) + block["error_groups_omitted"],
+    )
+
+
 def _versions() -> dict[str, str]:
     import platform
 
@@ -752,8 +801,10 @@ def build_context(
         raise AnalyzerError(f"no turns in {period.label}; the data covers {first:%Y-%m-%d %H:%M} .. "
                             f"{last:%Y-%m-%d %H:%M} UTC", ExitCode.NO_INPUT)
     p["models"] = models
-    summary_focus = build_summary(con, models=models, since=period.since, until=period.until)
-    summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since)
+    # The on-call section covers every model: it comes from summary_all alone.
+    summary_focus = build_summary(con, models=models, since=period.since, until=period.until, with_oncall=False)
+    summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since,
+                                 with_oncall=False)
     summary_all = build_summary(con, since=period.since, until=period.until)
     windows = _windows(con, p)
     focus_metric_models = {redact(m) for (m,) in _q(con, _FOCUS_METRIC_MODELS, p)}
@@ -770,6 +821,7 @@ def build_context(
         positions=_positions(con, p),
         length_budget=_length_budget(con, p),
         top_sessions=_top_sessions(con, p),
+        oncall=_oncall(summary_all["oncall"]),
         methods=_methods(con, p, period, summary_all, generated_at),
         assets=plotly_assets(plotly),
     )

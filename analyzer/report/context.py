@@ -348,6 +348,86 @@ class TopSessionsSection(_Model):
 
 
 # ---------------------------------------------------------------------------
+# What on-call looks at (analyzer.oncall; every model, not only the focus)
+
+
+class LatencyRow(_Model):
+    """Latency percentiles of one model at one provider (question `latency_by_model`)."""
+
+    model: str = Field(description="The model asked (redacted).")
+    provider: str = Field(description="The provider that served it (redacted; `unrouted`/`streaming-unsupported` for refusals).")
+    turns: int = Field(description="Turns of that model and provider in the period.")
+    timed_turns: int = Field(description="Of which with a measured latency (unanswered turns have none).")
+    p50_ms: float | None = Field(description="Median latency in milliseconds.")
+    p95_ms: float | None = Field(description="95th percentile in milliseconds.")
+    p99_ms: float | None = Field(description="99th percentile in milliseconds.")
+    max_ms: float | None = Field(description="Slowest turn in milliseconds.")
+
+
+class TokenRow(_Model):
+    """Tokens of one model (question `tokens_by_model`)."""
+
+    model: str = Field(description="The model (redacted).")
+    providers: str = Field(description="The providers that served it, comma-separated (redacted).")
+    turns: int = Field(description="Turns of the model in the period.")
+    turns_with_usage: int = Field(description="Of which with the provider's usage object.")
+    prompt_tokens: int = Field(description="Sum of prompt tokens.")
+    completion_tokens: int = Field(description="Sum of completion tokens.")
+    cached_tokens: int = Field(description="Sum of cached prompt tokens (where the provider reports them).")
+    mean_completion_tokens: float | None = Field(description="Mean completion tokens per turn with usage.")
+
+
+class RateLimitBurst(_Model):
+    """A window of 429s of one provider and model (question `rate_limit_bursts`)."""
+
+    provider: str = Field(description="The provider (redacted).")
+    model: str = Field(description="The model (redacted).")
+    start: datetime = Field(description="The first 429 of the burst (UTC).")
+    end: datetime = Field(description="The last 429 of the burst (UTC).")
+    duration_s: float = Field(description="end − start in seconds.")
+    rate_limited_turns: int = Field(description="429s in the burst.")
+    calls_in_window: int = Field(description="Every call of that provider and model inside the window.")
+    ok_in_window: int = Field(description="Of which answered `ok`.")
+
+
+class ProviderIncident(_Model):
+    """A provider or model that failed every call of the period (question `provider_incidents`)."""
+
+    incident: str = Field(description="The incident in one line, e.g. `nimbus unreachable: 14 of 14 calls` (redacted).")
+    scope: Literal["provider", "model"] = Field(description="`provider` when the whole provider failed, else `model`.")
+    models: str = Field(description="The models concerned, comma-separated (redacted).")
+    symptom: str = Field(description="The most frequent reading of the failures (`unreachable`, `timing out`, ...).")
+    first: datetime = Field(description="The first failed call (UTC).")
+    last: datetime = Field(description="The last failed call (UTC).")
+
+
+class ErrorGroup(_Model):
+    """Error texts that differ only in numbers, times or ids (question `error_groups`)."""
+
+    pattern: str = Field(description="The error text with numbers as `<n>`, times `<time>`, ids `<id>` (redacted).")
+    turns: int = Field(description="Turns with an error of this pattern.")
+    models: str = Field(description="Models that had it, comma-separated (redacted).")
+    main_class: str = Field(description="The most frequent incident class of those turns.")
+    engine_crash: bool = Field(description="The text is a vLLM engine death (`EngineCore`, `CUDA error`, ...): restart the pod.")
+    last: datetime = Field(description="When it was last seen (UTC).")
+    example_request_id: str = Field(description="The earliest turn with it, to look up (`records.raw`).")
+
+
+class OnCallSection(_Model):
+    """What on-call looks at: incidents, engine crashes, 429 bursts, latency, tokens, error texts."""
+
+    incidents: list[ProviderIncident] = Field(description="Providers or models that failed every call (at least `incident_min_calls`).")
+    incident_min_calls: int = Field(description="Fewest calls for an all-failed provider or model to be an incident.")
+    engine_crash_turns: int = Field(description="Turns whose error is a vLLM engine crash text.")
+    bursts: list[RateLimitBurst] = Field(description="429 bursts, by start time.")
+    burst_gap_s: float = Field(description="Two 429s at most this many seconds apart are one burst.")
+    latency: list[LatencyRow] = Field(description="Per model and provider, busiest first.")
+    tokens: list[TokenRow] = Field(description="Per model, most tokens first.")
+    error_groups: list[ErrorGroup] = Field(description="Normalised error texts: engine crashes first, then most frequent.")
+    error_groups_omitted: int = Field(description="Less frequent error patterns not shown (`analyze sql error_groups` lists all).")
+
+
+# ---------------------------------------------------------------------------
 # Methods footer
 
 
@@ -407,5 +487,6 @@ class ReportContext(_Model):
     positions: PositionSection = Field(description="Failures by session position and tool-history depth.")
     length_budget: LengthBudgetSection = Field(description="length-with-no-content against the budget.")
     top_sessions: TopSessionsSection = Field(description="The top failing sessions with their turns.")
+    oncall: OnCallSection = Field(description="What on-call looks at: incidents, crashes, 429 bursts, latency, tokens, errors.")
     methods: Methods = Field(description="The methods footer.")
     assets: Assets = Field(description="plotly.js, inline or linked.")

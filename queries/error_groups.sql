@@ -1,0 +1,56 @@
+-- question: error_groups
+-- title: Error texts grouped, numbers normalised, engine crashes flagged
+-- params: since, until, model, models
+-- The proxy's error texts with what varies between occurrences taken out, so one
+-- failure mode is one row: numbers become `<n>` (`Request timed out after <n>ms`),
+-- ISO times `<time>`, UUIDs `<id>`, hex addresses `<addr>`; the status of
+-- `Provider returned NNN:` is kept, as are digits inside names (`glm-4.6`,
+-- `qwen3`). The pattern is read from the first 200 characters. Per pattern: the
+-- turns, the models and providers, the most frequent class, first and last seen,
+-- and the earliest example (its request id; `records.raw` has the whole record).
+-- `engine_crash` flags the texts of a vLLM engine that died, anywhere in the
+-- error: `EngineCore` (vLLM's engine process), `EngineDeadError`, "engine loop
+-- has died", "background loop has errored", `CUDA error`, `CUDA out of memory`,
+-- `OutOfMemoryError`, `NCCL error`, "illegal memory access", "device-side
+-- assert": no retry fixes these; the pod needs a restart. Crashes sort first.
+-- `since`/`until` bound the request time (ISO 8601, UTC), `model` is a name or a
+-- LIKE pattern (`glm%`), `models` a list of exact names (from Python; NULL: every model).
+WITH e AS (
+    SELECT model, provider, incident_class, ts, request_id, left(error, 200) AS head,
+           regexp_matches(error, 'EngineCore|EngineDead|engine loop (has )?(died|errored|is dead)'
+                                 || '|background loop (has )?errored|CUDA error|CUDA out of memory'
+                                 || '|OutOfMemoryError|NCCL error|illegal memory access|device-side assert', 'i')
+               AS engine_crash
+    FROM turns
+    WHERE error IS NOT NULL
+      AND ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
+      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
+      AND ($model IS NULL OR model ILIKE $model)
+      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+),
+p AS (
+    SELECT *,
+           CASE WHEN regexp_matches(head, '^Provider returned [0-9]{3}') THEN left(head, 21) ELSE '' END
+           || regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+                  CASE WHEN regexp_matches(head, '^Provider returned [0-9]{3}') THEN substr(head, 22) ELSE head END,
+                  '[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?',
+                  '<time>', 'g'),
+                  '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+                  '0x[0-9a-fA-F]+', '<addr>', 'g'),
+                  '(^|[^A-Za-z0-9_.-])[0-9]+([.][0-9]+)?', '\1<n>', 'g') AS pattern
+    FROM e
+)
+SELECT pattern,
+       count(*) AS turns,
+       count(DISTINCT head) AS distinct_texts,
+       string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
+       string_agg(DISTINCT provider, ', ' ORDER BY provider) AS providers,
+       mode(incident_class) AS main_class,
+       bool_or(engine_crash) AS engine_crash,
+       min(ts) AS first_ts,
+       max(ts) AS last_ts,
+       arg_min(request_id, ts) AS example_request_id,
+       arg_min(head, ts) AS example_error
+FROM p
+GROUP BY pattern
+ORDER BY engine_crash DESC, turns DESC, pattern

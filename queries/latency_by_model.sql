@@ -1,0 +1,28 @@
+-- question: latency_by_model
+-- title: Latency percentiles per model and provider
+-- params: since, until, model, models
+-- What on-call looks at first when users say "it is slow": per model and
+-- provider, the turns, how many carry a measured latency (`latency_ms`, the
+-- proxy's wall time; unanswered turns have none), the 50th, 95th and 99th
+-- percentiles and the maximum of it, and the same median over the `ok` turns
+-- alone (a fast failure pulls the overall median down). Requests the proxy
+-- refused before routing (providers `unrouted`, `streaming-unsupported`) are
+-- logged with 0 ms and kept, under their provider. `since`/`until` bound the
+-- request time (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`),
+-- `models` a list of exact names (from Python; NULL: every model).
+SELECT model, provider,
+       count(*) AS turns,
+       count(latency_ms) AS timed_turns,
+       count(*) FILTER (WHERE incident_class <> 'ok') AS failed_turns,
+       round(quantile_cont(latency_ms, 0.5)) AS p50_latency_ms,
+       round(quantile_cont(latency_ms, 0.95)) AS p95_latency_ms,
+       round(quantile_cont(latency_ms, 0.99)) AS p99_latency_ms,
+       max(latency_ms) AS max_latency_ms,
+       round(quantile_cont(latency_ms, 0.5) FILTER (WHERE incident_class = 'ok')) AS p50_ok_latency_ms
+FROM turns
+WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
+  AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
+  AND ($model IS NULL OR model ILIKE $model)
+  AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+GROUP BY model, provider
+ORDER BY turns DESC, model, provider

@@ -1,0 +1,86 @@
+-- question: provider_incidents
+-- title: Providers and models that failed every call
+-- params: since, until, model, models, min_calls
+-- A provider (or one model of a provider) whose every call in the period failed
+-- for the client is an incident, not noise: "nimbus unreachable: 14 of 14 calls".
+-- A call failed when its outcome for the client was not `ok` (a turn the ladder
+-- recovered counts as ok). At least `min_calls` calls (default 3) are needed.
+-- When the whole provider failed it is named once (scope `provider`, its models
+-- listed); otherwise each failing model is (scope `model`). The symptom is the
+-- most frequent reading of the failures: `unreachable` (connection failures),
+-- `timing out`, `not answering` (no response record), `rate-limiting every call`
+-- (429), `rejecting our credentials` (401/403), `out of credits` (402),
+-- `not configured on the proxy` (a missing key), `dropping connections` (resets),
+-- `failing with 5xx`, `refusing requests (4xx)`, `wedged`, `down`, `answering with
+-- nothing usable`, `too slow for the callers` (callers hung up) or `failing`.
+-- Requests the proxy refused before routing (providers `unrouted`,
+-- `streaming-unsupported`) are the client's doing and left out.
+-- `since`/`until` bound the request time (ISO 8601, UTC), `model` is a name or a
+-- LIKE pattern (`glm%`), `models` a list of exact names (from Python; NULL: every model).
+WITH t AS (
+    SELECT provider, model, ts, status, error_kind,
+           CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS outcome
+    FROM turns
+    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
+      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
+      AND ($model IS NULL OR model ILIKE $model)
+      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+      AND coalesce(provider, '') NOT IN ('unrouted', 'streaming-unsupported')
+),
+read AS (
+    SELECT *,
+           CASE WHEN outcome = 'ok' THEN NULL
+                WHEN outcome = 'unanswered' THEN 'not answering'
+                WHEN outcome = 'wedged-pod' THEN 'wedged'
+                WHEN outcome = 'pod-down' THEN 'down'
+                WHEN error_kind = 'connect' THEN 'unreachable'
+                WHEN error_kind = 'timeout' OR outcome = 'timeout' THEN 'timing out'
+                WHEN error_kind = 'reset' THEN 'dropping connections'
+                WHEN error_kind = 'config' THEN 'not configured on the proxy'
+                WHEN status = 429 THEN 'rate-limiting every call'
+                WHEN status IN (401, 403) THEN 'rejecting our credentials'
+                WHEN status = 402 THEN 'out of credits'
+                WHEN status >= 500 THEN 'failing with 5xx'
+                WHEN status >= 400 THEN 'refusing requests (4xx)'
+                WHEN outcome = 'client-cancelled' THEN 'too slow for the callers'
+                WHEN outcome IN ('empty-200-stop', 'length-with-no-content', 'tool-call-stop-mismatch')
+                     THEN 'answering with nothing usable'
+                ELSE 'failing'
+           END AS symptom
+    FROM t
+),
+per_provider AS (
+    SELECT 'provider' AS scope, provider, NULL::VARCHAR AS model,
+           string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
+           count(*) AS calls, count(symptom) AS failed_calls,
+           mode(symptom) AS symptom, count(*) FILTER (WHERE symptom = mode_symptom) AS symptom_calls,
+           min(ts) AS first_ts, max(ts) AS last_ts
+    FROM (SELECT *, mode(symptom) OVER (PARTITION BY provider) AS mode_symptom FROM read)
+    GROUP BY provider
+),
+per_model AS (
+    SELECT 'model' AS scope, provider, model, model AS models,
+           count(*) AS calls, count(symptom) AS failed_calls,
+           mode(symptom) AS symptom, count(*) FILTER (WHERE symptom = mode_symptom) AS symptom_calls,
+           min(ts) AS first_ts, max(ts) AS last_ts
+    FROM (SELECT *, mode(symptom) OVER (PARTITION BY provider, model) AS mode_symptom FROM read)
+    GROUP BY provider, model
+),
+whole_providers AS (
+    SELECT * FROM per_provider
+    WHERE failed_calls = calls AND calls >= coalesce(CAST($min_calls AS BIGINT), 3)
+),
+incidents AS (
+    SELECT * FROM whole_providers
+    UNION ALL
+    SELECT * FROM per_model m
+    WHERE failed_calls = calls AND calls >= coalesce(CAST($min_calls AS BIGINT), 3)
+      AND NOT EXISTS (SELECT 1 FROM whole_providers w WHERE w.provider IS NOT DISTINCT FROM m.provider)
+)
+SELECT scope, provider, model, models,
+       CASE WHEN scope = 'provider' THEN coalesce(provider, '(no provider)')
+            ELSE coalesce(model, '(no model)') || ' on ' || coalesce(provider, '(no provider)') END
+           || ' ' || symptom || ': ' || failed_calls || ' of ' || calls || ' calls' AS incident,
+       calls, failed_calls, symptom, symptom_calls, first_ts, last_ts
+FROM incidents
+ORDER BY calls DESC, provider, model

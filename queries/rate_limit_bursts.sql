@@ -1,0 +1,56 @@
+-- question: rate_limit_bursts
+-- title: 429 bursts: windows of rate-limited turns per provider and model
+-- params: since, until, model, models, gap_s, min_turns
+-- Rate limiting found as windows, the way wedges are: the `rate-limited` turns
+-- (HTTP 429) of one provider and model, in time order, belong to one burst while
+-- each follows the previous within `gap_s` seconds (default 300); a burst needs
+-- at least `min_turns` of them (default 2: a lone 429 is not a burst). Per burst:
+-- its start and end (the first and last 429), duration, the 429s, every call of
+-- that provider and model inside the window and how many of those were `ok`
+-- (a throttled provider often lets some calls through), and the sessions hit.
+-- `since`/`until` bound the request time (ISO 8601, UTC), `model` is a name or a
+-- LIKE pattern (`glm%`), `models` a list of exact names (from Python; NULL: every model).
+WITH scoped AS (
+    SELECT provider, model, ts, request_id, session_id, incident_class
+    FROM turns
+    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
+      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
+      AND ($model IS NULL OR model ILIKE $model)
+      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+),
+limited AS (
+    SELECT *, lag(ts) OVER (PARTITION BY provider, model ORDER BY ts, request_id) AS previous_ts
+    FROM scoped
+    WHERE incident_class = 'rate-limited'
+),
+numbered AS (
+    SELECT *,
+           sum(CASE WHEN previous_ts IS NULL
+                         OR epoch(ts) - epoch(previous_ts) > coalesce(CAST($gap_s AS DOUBLE), 300.0)
+                    THEN 1 ELSE 0 END)
+               OVER (PARTITION BY provider, model ORDER BY ts, request_id ROWS UNBOUNDED PRECEDING) AS burst_no
+    FROM limited
+),
+bursts AS (
+    SELECT provider, model, burst_no, min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS rate_limited_turns,
+           count(DISTINCT session_id) AS sessions
+    FROM numbered
+    GROUP BY provider, model, burst_no
+    HAVING count(*) >= coalesce(CAST($min_turns AS BIGINT), 2)
+)
+-- Each call finds the latest burst of its provider and model that started at or
+-- before it (an ASOF join: bursts of one pair never overlap), and counts when it
+-- also falls before the burst's end.
+SELECT b.provider, b.model, b.start_ts, b.end_ts,
+       round(epoch(b.end_ts) - epoch(b.start_ts), 1) AS duration_s,
+       b.rate_limited_turns,
+       count(*) AS calls_in_window,
+       count(*) FILTER (WHERE s.incident_class = 'ok') AS ok_in_window,
+       b.sessions
+FROM scoped s
+ASOF JOIN bursts b
+  ON coalesce(s.provider, '') = coalesce(b.provider, '') AND coalesce(s.model, '') = coalesce(b.model, '')
+ AND s.ts >= b.start_ts
+WHERE s.ts <= b.end_ts
+GROUP BY b.provider, b.model, b.burst_no, b.start_ts, b.end_ts, b.rate_limited_turns, b.sessions
+ORDER BY b.start_ts, b.provider, b.model
