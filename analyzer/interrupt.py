@@ -25,7 +25,7 @@ import socket
 import threading
 import weakref
 
-_state: dict = {"interrupted": False, "wakeup": None}
+_state: dict = {"interrupted": False, "raised": False, "wakeup": None}
 _connections: "weakref.WeakSet" = weakref.WeakSet()
 
 
@@ -60,9 +60,10 @@ class Interrupted(BaseException):
 
 
 def _on_sigint(signum, frame) -> None:  # noqa: ARG001 - the signal module's signature
-    if _state["interrupted"]:
-        return  # already unwinding: let the rollback finish
     _state["interrupted"] = True
+    if _state["raised"]:
+        return  # already unwinding: let the rollback finish
+    _state["raised"] = True  # (the watcher thread sets "interrupted" too, maybe first: not this flag)
     raise Interrupted()
 
 
@@ -71,7 +72,7 @@ def install_interrupt_handler():
 
     Returns the previous handler (for :func:`restore_interrupt_handler`), or None.
     """
-    _state["interrupted"] = False
+    _state["interrupted"] = _state["raised"] = False
     try:
         previous = signal.signal(signal.SIGINT, _on_sigint)
     except ValueError:  # not the main thread (an embedding program): leave its handler alone
