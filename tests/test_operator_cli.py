@@ -593,3 +593,37 @@ def test_sql_json_escapes_c1_controls_and_bidi(week_db):
     assert p.returncode == 0
     assert "\x9b" not in p.stdout and "\u202e" not in p.stdout
     assert json.loads(p.stdout) == [{"s": "\x9b2J\u202e"}]  # the same value, escaped
+
+
+SECRET_TEXTS = {
+    "hunter2pg": "psql: connection failed: PGPASSWORD=hunter2pg psql -h db",
+    "s3cr3tflag": "mysql --password s3cr3tflag -u root failed",
+    "SECRETTAIL99": "upstream said 401 for Authorization: Bearer abc:SECRETTAIL99",
+    "tokURLenc42": "redirect to /cb?x=1%26access_token%3DtokURLenc42%26state%3Dz",
+    "cookieval77": "echoed header Cookie: session=cookieval77; theme=dark",
+}
+
+
+def test_one_redactor_for_the_report_and_the_terminal(tmp_path):
+    recs = []
+    for i, (secret, text) in enumerate(SECRET_TEXTS.items()):
+        rid = f"{0xc0000000 + i:08x}"
+        recs.append(request(rid, at(i), session="s-leak", tool_results=TOOL_RESULT))
+        recs.append(response_error(rid, at(i + 0.1), f"Provider returned 500: {text}", session="s-leak"))
+    model = "glm-5 PGPASSWORD=modelsecret1"
+    recs += [request("c00000ff", at(9), model=model), response_ok("c00000ff", at(9.1), content="ok", model=model)]
+    logs = write_jsonl(tmp_path / "leaks" / "x.jsonl", recs)
+    db = tmp_path / "leaks.duckdb"
+    code, screen = analyze_on_pty(str(logs), "--db", str(db), cols=200)
+    assert code == 0, screen
+    assert "modelsecret1" not in screen and "PGPASSWORD=[REDACTED]" in screen
+    out = tmp_path / "r.html"
+    p = analyze("report", "--db", str(db), "--since", "2026-11-16", "--until", "2026-11-17", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    html = out.read_text(encoding="utf-8")
+    assert "s-leak" in html  # the failing session is shown ...
+    for secret in [*SECRET_TEXTS, "modelsecret1"]:
+        assert secret not in html, secret  # ... without a credential
+    for kept in ("PGPASSWORD=[REDACTED]", "--password [REDACTED]", "Bearer [REDACTED]", "access_token%3D[REDACTED]",
+                 "session=[REDACTED]"):
+        assert kept in html.replace("&#34;", '"').replace("&#39;", "'"), kept
