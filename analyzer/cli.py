@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -14,34 +15,53 @@ import typer
 
 from .errors import AnalyzerError, ExitCode
 
+# Typer prints an argument's Python type beside its metavar (`FILES <list[str]>`);
+# the metavar and the help say it better.
+from typer.core import TyperArgument as _TyperArgument  # noqa: E402
+
+_TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Log analytics and incident classification for LLM proxies fronting GLM on vLLM.\n\n"
     "`analyze FILES...` ingests proxy logs into DuckDB, classifies every turn and prints the sizing.",
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"analyze {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _group() -> None:
+def _group(
+    version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
+) -> None:
     """Log analytics and incident classification for LLM proxies fronting GLM on vLLM."""
 
 
 @app.command("run")
 def run_cmd(
-    files: List[str] = typer.Argument(..., help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz)."),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of quarantining it."),
-    model: Optional[List[str]] = typer.Option(None, "--model", help="Only these models in the summary (repeatable)."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only turns at or after this time (ISO 8601, UTC)."),
-    until: Optional[str] = typer.Option(None, "--until", help="Only turns before this time (ISO 8601, UTC)."),
-    metrics: Optional[List[str]] = typer.Option(None, "--metrics", help="Prometheus exports, scrapes or CSV: files, folders, globs; several after one --metrics, up to the next option (repeatable)."),
-    wedge_window: str = typer.Option("5m", "--wedge-window", help="A flat generation counter this long with demand is a wedge."),
-    prometheus: Optional[str] = typer.Option(None, "--prometheus", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
-    model_map: Optional[List[str]] = typer.Option(None, "--model-map", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", metavar="NAME", help="Only these models in the summary: a name or a LIKE pattern such as 'glm%' (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Only turns at or after this time: ISO 8601 (UTC) or an age such as 24h, 7d."),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="Only turns before this time: ISO 8601 (UTC) or an age such as 1h."),
+    metrics: Optional[List[str]] = typer.Option(None, "--metrics", metavar="PATH", help="Prometheus exports, scrapes or CSV: files, folders, globs; several after one --metrics, up to the next option (repeatable)."),
+    wedge_window: Optional[str] = typer.Option(None, "--wedge-window", metavar="DURATION", help="A flat generation counter this long with demand is a wedge, for this run only [default: the one the database stores, else 5m]."),
+    save_wedge_window: bool = typer.Option(False, "--save-wedge-window", help="Store the windows of --wedge-window: later commands use them."),
+    prometheus: Optional[str] = typer.Option(None, "--prometheus", metavar="URL", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
+    model_map: Optional[List[str]] = typer.Option(None, "--model-map", metavar="LOG=METRIC", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
     fail_on: Optional[List[str]] = typer.Option(None, "--fail-on", metavar="METRIC>N[%]", help="Exit 7 after the summary when a threshold is crossed, e.g. 'tool-history-5xx>2%' or 'wedged-pod>0' (repeatable, or comma-separated)."),
     caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
     prometheus_selector: Optional[str] = typer.Option(None, "--prometheus-selector", help='Label matchers added to every Prometheus query, e.g. namespace="llm",job="vllm".'),
@@ -49,22 +69,27 @@ def run_cmd(
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .oncall import check_fail_on, parse_fail_on
-    from .pipeline import run_main_job
+    from .pipeline import run_main_job, summary_from_database
 
     thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
-    summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=model,
-                           since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                           prometheus=prometheus, model_map=model_map, caller_deadline_s=caller_deadline,
-                           prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout)
+    if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
+        summary = summary_from_database(db=db, json_out=json_out, models=model, since=since, until=until,
+                                        wedge_window=wedge_window, save_wedge_window=save_wedge_window)
+    else:
+        summary = run_main_job(files=files or [], db=db, json_out=json_out, strict=strict, models=model,
+                               since=since, until=until, metrics=metrics, wedge_window=wedge_window,
+                               save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
+                               caller_deadline_s=caller_deadline, prometheus_selector=prometheus_selector,
+                               prometheus_timeout=prometheus_timeout)
     check_fail_on(summary, thresholds)
 
 
 @app.command("sql")
 def sql_cmd(
-    query: Optional[str] = typer.Argument(None, help="SQL text, or the name of a file of queries/ (see --list)."),
-    param: Optional[List[str]] = typer.Option(None, "--param", "-p", help="A $name parameter as NAME=VALUE (repeatable)."),
-    fmt: str = typer.Option("table", "--format", "-f", help="Output format: table, csv or json."),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
+    param: Optional[List[str]] = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", help="A $name parameter as NAME=VALUE (repeatable)."),
+    fmt: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output format: table, csv or json."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
     write: bool = typer.Option(False, "--write", help="Open the database read-write (default: read-only)."),
     list_only: bool = typer.Option(False, "--list", help="List the queries/ files and their parameters."),
 ) -> None:
@@ -76,8 +101,8 @@ def sql_cmd(
 
 @app.command("export")
 def export_cmd(
-    parquet: Path = typer.Option(..., "--parquet", help="Directory to write day=YYYY-MM-DD/*.parquet into (replaced on re-export)."),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    parquet: Path = typer.Option(..., "--parquet", metavar="DIR", help="Directory to write day=YYYY-MM-DD/*.parquet into (replaced on re-export)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
 ) -> None:
     """Write the classified turns as Parquet partitioned by day, for bigger engines."""
     from .export import export_command
@@ -87,10 +112,10 @@ def export_cmd(
 
 @app.command("sync")
 def sync_cmd(
-    url: str = typer.Argument(..., help="s3://BUCKET[/PREFIX] in the proxy's layout (YYYY-MM-DD/*.jsonl, consolidated/**/*.parquet)."),
-    s3_profile: Optional[str] = typer.Option(None, "--s3-profile", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
-    s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", help="S3-compatible endpoint URL [default: $AWS_ENDPOINT_URL]."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Local cache [default: $ANALYZER_S3_CACHE or ~/.cache/analyzer/s3]."),
+    url: str = typer.Argument(..., metavar="URL", help="s3://BUCKET[/PREFIX] in the proxy's layout (YYYY-MM-DD/*.jsonl, consolidated/**/*.parquet)."),
+    s3_profile: Optional[str] = typer.Option(None, "--s3-profile", metavar="NAME", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
+    s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", metavar="URL", help="S3-compatible endpoint URL [default: $AWS_ENDPOINT_URL]."),
+    cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR", help="Local cache [default: $ANALYZER_S3_CACHE or ~/.cache/analyzer/s3]."),
     json_out: bool = typer.Option(False, "--json", help="Print what was synced as JSON."),
 ) -> None:
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
@@ -101,12 +126,12 @@ def sync_cmd(
 
 @app.command("report")
 def report_cmd(
-    files: Optional[List[str]] = typer.Argument(None, help="Log files, directories or globs to ingest first (optional)."),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
-    week: Optional[str] = typer.Option(None, "--week", help="ISO week, e.g. 2026-W47 [default: the last complete week in the data]."),
-    since: Optional[str] = typer.Option(None, "--since", help="Report from this time instead of a week (ISO 8601, UTC)."),
-    until: Optional[str] = typer.Option(None, "--until", help="Report until this time, exclusive (ISO 8601, UTC)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="HTML file to write [default: ./report-<week>.html]."),
+    files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    week: Optional[str] = typer.Option(None, "--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W47 [default: the last complete week in the data]."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Report from this time instead of a week (ISO 8601, UTC)."),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="Report until this time, exclusive (ISO 8601, UTC)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="HTML file to write [default: ./report-<week>.html]."),
     plotly_cdn: bool = typer.Option(False, "--plotly-cdn", help="Link plotly.js from its CDN instead of embedding it (smaller, needs network)."),
 ) -> None:
     """Render the weekly HTML report (one self-contained file) and print its path."""
@@ -119,20 +144,20 @@ def report_cmd(
 
 @app.command("replay")
 def replay_cmd(
-    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="OpenAI-compatible chat-completions URL, or a base URL (…/v1); required unless --dry-run."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Name of the environment variable holding the API key (sent as a bearer token; never printed or stored)."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", metavar="URL", help="OpenAI-compatible chat-completions URL, or a base URL (…/v1); required unless --dry-run."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR", help="Name of the environment variable holding the API key (sent as a bearer token; never printed or stored)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be sent, per turn and rung; send nothing."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Replay at most N turns (the earliest first)."),
-    concurrency: int = typer.Option(2, "--concurrency", help="Turns replayed at the same time."),
-    rate: float = typer.Option(2.0, "--rate", help="At most R upstream calls per second, rungs included (0: no bound)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name to send [default: the model each turn logged]."),
-    only_model: Optional[List[str]] = typer.Option(None, "--only-model", help="Replay only turns of this logged model (repeatable) [default: GLM models]."),
-    tools: Optional[Path] = typer.Option(None, "--tools", help="JSON tool definitions: a list, or an object keyed by origin ('*' default) [default: stand-ins named after the transcript's tools]."),
+    limit: Optional[int] = typer.Option(None, "--limit", metavar="N", help="Replay at most N turns (the earliest first)."),
+    concurrency: int = typer.Option(2, "--concurrency", metavar="N", help="Turns replayed at the same time."),
+    rate: float = typer.Option(2.0, "--rate", metavar="R", help="At most R upstream calls per second, rungs included (0: no bound)."),
+    model: Optional[str] = typer.Option(None, "--model", metavar="NAME", help="Model name to send [default: the model each turn logged]."),
+    only_model: Optional[List[str]] = typer.Option(None, "--only-model", metavar="NAME", help="Replay only turns of this logged model: a name or a LIKE pattern such as 'glm%' (repeatable) [default: GLM models]."),
+    tools: Optional[Path] = typer.Option(None, "--tools", metavar="FILE", help="JSON tool definitions: a list, or an object keyed by origin ('*' default) [default: stand-ins named after the transcript's tools]."),
     flatten: bool = typer.Option(False, "--flatten", help="Also try the opt-in flatten_transcript rung."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to wait for one upstream answer."),
-    time_budget: float = typer.Option(120.0, "--time-budget", help="Seconds the ladder's retries of one turn may take in all."),
+    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds to wait for one upstream answer."),
+    time_budget: float = typer.Option(120.0, "--time-budget", metavar="SECONDS", help="Seconds the ladder's retries of one turn may take in all."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
 ) -> None:
     """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
     from .replay import replay_command
@@ -143,27 +168,166 @@ def replay_cmd(
                    json_out=json_out, db=db)
 
 
+@app.command("forget")
+def forget_cmd(
+    paths: Optional[List[str]] = typer.Argument(None, metavar="PATHS", show_default=False,
+                                                help="Files to forget: paths or globs as the database holds them (see `analyze --db X`)."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Forget the files whose records all lie at or after this time."),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="... and before this time."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be forgotten; change nothing."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was forgotten as JSON."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+) -> None:
+    """Remove files (their records and quarantined lines) from the database and re-derive the rest."""
+    from .forget import forget_command
+
+    forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``analyze`` console script."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    # `analyze FILES... [OPTIONS]` is the main job: anything that does not start
-    # with a command name (or the group's own --help) goes to `run`.
-    if args and args[0] not in commands and args[0] not in ("--help", "-h"):
-        args.insert(0, "run")
+    from .interrupt import install_interrupt_handler, restore_interrupt_handler
+
+    previous = install_interrupt_handler()
     try:
-        if args and args[0] == "run":
-            args = _metric_lists(args)
-        app(args=args, prog_name="analyze", standalone_mode=True)
-    except AnalyzerError as err:
+        _main(argv)
+    finally:
+        restore_interrupt_handler(previous)
+
+
+def _main(argv: list[str] | None) -> None:
+    from .interrupt import Interrupted
+
+    try:
+        args = _route(list(sys.argv[1:] if argv is None else argv))
+        code = app(args=args, prog_name="analyze", standalone_mode=False)
+        sys.stdout.flush()
+    except (Interrupted, KeyboardInterrupt):
+        _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
+    except BrokenPipeError:
+        _quiet_closed_pipe()
+    except BaseException as err:  # noqa: BLE001 - every way out says one line
+        _exit_for(err)
+    else:
+        raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _route(args: list[str]) -> list[str]:
+    """`analyze FILES... [OPTIONS]` is the main job: anything that is not a command goes to `run`.
+
+    A first word that is no command, no file and close to a command name is a typo:
+    a usage error with the likely command, instead of "no such file".
+    """
+    commands = sorted(c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands)
+    if args and args[0] == "run":
+        return _metric_lists(args)
+    if not args or args[0] in commands or args[0] in ("--help", "-h", "--version", "-V"):
+        return args
+    first = args[0]
+    if not first.startswith("-") and not Path(first).exists() and not any(ch in first for ch in "*?[/.:"):
+        import difflib
+
+        close = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
+        if close:
+            raise AnalyzerError(f"no such command or file {first!r}; did you mean `analyze {close[0]}`? "
+                                f"(commands: {', '.join(commands)})", ExitCode.USAGE)
+    return _metric_lists(["run", *args])
+
+
+def _exit_for(err: BaseException) -> None:
+    """One line on stderr and the documented exit code for whatever ended the command."""
+    from .errors import is_write_failure
+    from .interrupt import was_interrupted
+
+    if isinstance(err, SystemExit):
+        ctx = err.__context__  # typer turns a closed pipe into exit 1: it is not a failure
+        if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
+            _quiet_closed_pipe()
+        raise err
+    if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
+        _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
+    exits, click_errors, usage_errors, aborts = _click_exceptions()
+    if isinstance(err, exits):
+        raise SystemExit(err.exit_code)
+    if isinstance(err, click_errors):
+        hint = ""
+        if isinstance(err, usage_errors) and getattr(err, "ctx", None) is not None:  # one line, and where to look
+            hint = f" (`{err.ctx.command_path} -h` lists the options)"
+        _fail(err.format_message() + hint, err.exit_code)
+    if isinstance(err, aborts):
+        _fail("aborted", int(ExitCode.FAILED))
+    if isinstance(err, OSError) and err.errno == errno.EPIPE:
+        _quiet_closed_pipe()
+    if isinstance(err, AnalyzerError):
+        cause = err.__cause__
+        if err.exit_code == ExitCode.FAILED and cause is not None and is_write_failure(cause):
+            _fail(str(err), int(ExitCode.CANNOT_WRITE))  # e.g. the export's "cannot write" on a full disk
         _fail(str(err), int(err.exit_code))
-    except OSError as err:  # an unwritable output, a vanished file: say so in one line
+    if is_write_failure(err):  # disk full, no permission, read-only file system
+        where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
+        text = (err.strerror or str(err)) if isinstance(err, OSError) else str(err)
+        _fail(f"cannot write{where}: {text}", int(ExitCode.CANNOT_WRITE))
+    if isinstance(err, OSError):  # a vanished file and the like: say so in one line
         _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err), int(ExitCode.FAILED))
-    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on request
+    if isinstance(err, Exception):  # a bug: one line, the traceback on request
         if os.environ.get("ANALYZER_DEBUG"):
-            raise
+            raise err
         _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
               int(ExitCode.FAILED))
+    raise err
+
+
+def _click_exceptions() -> tuple[tuple, tuple, tuple, tuple]:
+    """(exit, error, usage error, abort) classes of click and of the copy of click typer carries."""
+    import click
+
+    mods = [click.exceptions]
+    try:
+        import typer._click.exceptions as vendored  # typer >= 0.2x parses with its own click
+
+        mods.append(vendored)
+    except ImportError:
+        pass
+
+    def of(name: str) -> tuple:
+        return tuple(getattr(m, name) for m in mods if hasattr(m, name))
+
+    return (of("Exit") + (typer.Exit,), of("ClickException"), of("UsageError"), of("Abort") + (typer.Abort,))
+
+
+def _quiet_closed_pipe() -> None:
+    """`analyze ... | head -1`: the reader has what it wants; end quietly with 0."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush into the pipe
+        if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):  # `2>&1 | head`: the same pipe
+            os.dup2(devnull, sys.stderr.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(0)
+
+
+def _fail(message: str, code: int, raw: bool = False) -> None:
+    """Print ``analyze: error: MESSAGE`` as one safe line (the whole message under ANALYZER_DEBUG=1)."""
+    from .errors import one_line
+    from .safetext import terminal_text
+
+    if raw:
+        text = message
+    elif os.environ.get("ANALYZER_DEBUG"):  # the whole message, DuckDB's SQL and caret included
+        text = "\n".join(terminal_text(line) for line in str(message).splitlines())
+    else:
+        text = terminal_text(one_line(message))
+    try:
+        print(f"analyze: error: {text}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
 
 
 def _metric_lists(args: list[str]) -> list[str]:
@@ -198,13 +362,4 @@ def _metric_lists(args: list[str]) -> list[str]:
 
 
 # Options of `run` that take no value (so the argument after them is positional).
-_FLAGS = {"--json", "--strict", "--help"}
-
-
-def _fail(message: str, code: int) -> None:
-    print(f"analyze: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+_FLAGS = {"--json", "--strict", "--help", "-h", "--save-wedge-window"}

@@ -21,20 +21,56 @@ from .paths import default_db_path
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 
+# Connections inside a transaction() block (by id): a nested block joins the outer one.
+_IN_TRANSACTION: set[int] = set()
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """One transaction: committed when the block ends, rolled back if it raises.
 
     Every write path uses it, so an interrupted run leaves the database as it was
-    before the block.
+    before the block. A block inside another one on the same connection joins it
+    (the outer block commits or rolls back the whole), so a caller can run a whole
+    job in one transaction, e.g. to compute something for one run and discard it.
+    If the rollback itself fails (DuckDB has already aborted the transaction after
+    an interrupted query), the original error is the one raised.
     """
+    key = id(con)
+    if key in _IN_TRANSACTION:
+        yield con
+        return
     con.execute("BEGIN TRANSACTION")
+    _IN_TRANSACTION.add(key)
     try:
         yield con
     except BaseException:
-        con.execute("ROLLBACK")
+        _IN_TRANSACTION.discard(key)
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:  # aborted or already gone: nothing of the block was committed
+            pass
         raise
+    _IN_TRANSACTION.discard(key)
     con.execute("COMMIT")
+
+
+@contextmanager
+def discarded(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A transaction that is always rolled back: what runs inside is seen by this block only."""
+    key = id(con)
+    if key in _IN_TRANSACTION:
+        raise RuntimeError("discarded() cannot run inside another transaction")
+    con.execute("BEGIN TRANSACTION")
+    _IN_TRANSACTION.add(key)
+    try:
+        yield con
+    finally:
+        _IN_TRANSACTION.discard(key)
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
 
 
 def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
@@ -318,15 +354,19 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _m005_classification_settings(con: duckdb.DuckDBPyConnection) -> None:
+def _m005_settings(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
-        -- Settings the classification depends on: `caller_deadline_s`,
-        -- the caller's own deadline that makes an otherwise-ok answer late-200.
+        -- Settings the database keeps between runs, so a one-off option does not
+        -- change what later commands see:
+        --   'caller_deadline_s': the callers' own deadline that makes an otherwise-ok
+        --     answer late-200 (--caller-deadline);
+        --   'pod_windows.wedge_window_s': the wedge window (seconds) the stored
+        --     pod_windows were computed with (absent for windows computed before 005).
         CREATE TABLE settings (
-            name        VARCHAR PRIMARY KEY,
-            value       DOUBLE NOT NULL,
-            set_at      TIMESTAMP
+            name    VARCHAR PRIMARY KEY,
+            value   VARCHAR NOT NULL,
+            set_at  TIMESTAMP
         );
         -- Two new features of analyzer.online.TurnFeatures; older label rows were
         -- decided by an older rule, so the derived caches are rebuilt from scratch
@@ -346,7 +386,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("002_replay_attempts", _m002_replay_attempts),
     ("003_build_state", _m003_build_state),
     ("004_production_inputs", _m004_production_inputs),
-    ("005_classification_settings", _m005_classification_settings),
+    ("005_settings", _m005_settings),
 ]
 
 
@@ -370,31 +410,112 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return applied
 
 
-def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+#: Settings of every connection: DuckDB never downloads or auto-loads an extension
+#: (a SQLite file would otherwise make it fetch sqlite_scanner from the network).
+NO_NETWORK_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+}
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB database file
+_OTHER_FORMATS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"),
+                  (b"\x1f\x8b", "a gzip file"), (b"PK\x03\x04", "a zip file"))
+
+
+def _check_file_format(target: str) -> None:
+    """Refuse a file that is not a DuckDB database before DuckDB touches it."""
+    p = Path(target)
+    try:
+        if not p.is_file() or p.stat().st_size == 0:
+            return
+        with p.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise DatabaseError(f"cannot open database {target}: {exc.strerror or exc}") from exc
+    if head[8:12] == _DUCKDB_MAGIC:
+        return
+    what = next((name for magic, name in _OTHER_FORMATS if head.startswith(magic)), "not a DuckDB database")
+    raise DatabaseError(f"cannot open database {target}: it is {what}, not an analyzer database"
+                        if what != "not a DuckDB database" else f"cannot open database {target}: not a DuckDB database file")
+
+
+def check_ours(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Refuse someone else's DuckDB database, or one a newer analyzer wrote, before anything is written.
+
+    Ours: empty (a new file), or holding ``_migrations`` with only migrations this
+    version knows.
+
+    Raises:
+        DatabaseError: tables but no ``_migrations``; or migrations this version does not know.
+    """
+    tables = {r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_catalog = current_database() AND table_schema = 'main'").fetchall()}
+    if not tables:
+        return
+    if "_migrations" not in tables:
+        shown = ", ".join(sorted(tables)[:5]) + (" ..." if len(tables) > 5 else "")
+        raise DatabaseError(f"{target} is a DuckDB database but not an analyzer database (it holds {shown}); "
+                            "nothing was written to it: pass another --db")
+    known = {name for name, _ in MIGRATIONS}
+    unknown = sorted(r[0] for r in con.execute("SELECT name FROM _migrations").fetchall() if r[0] not in known)
+    if unknown:
+        from . import __version__
+
+        raise DatabaseError(f"{target} was written by a newer analyzer (schema {', '.join(unknown)} unknown to "
+                            f"analyzer {__version__}); upgrade the analyzer, or pass another --db")
+
+
+def connect(path: str | Path | None = None, *, read_only: bool = False,
+            config: dict | None = None, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the analyzer database with its views ready.
 
     Args:
         path: the DuckDB file; default ``$ANALYZER_DB`` or ``./analyzer.duckdb``.
             ``":memory:"`` gives a throwaway database.
         read_only: open without write access (the database must already exist).
+        config: further DuckDB settings to open the connection with.
+        settings: DuckDB settings applied with ``SET`` once the connection is ready,
+            in order (``analyze sql`` turns off external access, then locks the
+            configuration).
+
+    Never downloads an extension (:data:`NO_NETWORK_CONFIG`).
 
     Raises:
-        DatabaseError: the file cannot be opened, is locked, or is not a DuckDB file.
+        DatabaseError: the file cannot be opened, is locked, is not a DuckDB file,
+            is someone else's DuckDB database, or was written by a newer analyzer.
     """
     target = str(path) if path is not None else str(default_db_path())
     if read_only and target != ":memory:" and not Path(target).exists():
         raise DatabaseError(f"no database at {target}; run `analyze FILES...` first")
+    if target != ":memory:":
+        _check_file_format(target)
     try:
-        con = duckdb.connect(target, read_only=read_only)
+        con = duckdb.connect(target, read_only=read_only, config={**NO_NETWORK_CONFIG, **(config or {})})
     except (duckdb.IOException, duckdb.Error) as exc:
-        raise DatabaseError(f"cannot open database {target}: {exc}") from exc
-    con.execute("SET TimeZone = 'UTC'")
-    # DuckDB draws its own progress bar on long queries; the analyzer shows its
-    # own on a terminal only, and nothing when piped.
-    con.execute("SET enable_progress_bar = false")
-    # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
-    # well under the memory target and makes large joins spill to disk instead.
-    con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")])
+        from .errors import is_write_failure, one_line, WriteError
+
+        if is_write_failure(exc) and not Path(target).exists():
+            raise WriteError(f"cannot create database {target}: {one_line(str(exc))}") from exc
+        raise DatabaseError(f"cannot open database {target}: {one_line(str(exc))}") from exc
+    from .interrupt import track
+
+    track(con)  # Ctrl-C stops a long statement instead of waiting for it
+    try:
+        if target != ":memory:":
+            check_ours(con, target)
+        con.execute("SET TimeZone = 'UTC'")
+        # DuckDB draws its own progress bar on long queries; the analyzer shows its
+        # own on a terminal only, and nothing when piped.
+        con.execute("SET enable_progress_bar = false")
+        # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
+        # well under the memory target and makes large joins spill to disk instead.
+        con.execute("SET memory_limit = ?", [os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")])
+        for name, value in (settings or {}).items():  # in order: lock_configuration comes last
+            con.execute(f"SET {name} = ?", [value])
+    except BaseException:
+        con.close()
+        raise
     if not read_only:
         try:
             migrate(con)
@@ -403,5 +524,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False) -> duckd
             create_views(con)
         except duckdb.Error as exc:
             con.close()
-            raise DatabaseError(f"{target} is not a usable analyzer database: {exc}") from exc
+            from .errors import is_write_failure, one_line, WriteError
+
+            if is_write_failure(exc):
+                raise WriteError(f"cannot write database {target}: {one_line(str(exc))}") from exc
+            raise DatabaseError(f"{target} is not a usable analyzer database: {one_line(str(exc))}") from exc
     return con

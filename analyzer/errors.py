@@ -17,6 +17,8 @@ class ExitCode(IntEnum):
     UPSTREAM = 6  # a remote service (Prometheus, replay endpoint) failed
     THRESHOLD = 7  # a --fail-on threshold was crossed (the summary was still printed)
     SKIPPED = 8  # --strict: the run completed, but some input files were skipped
+    CANNOT_WRITE = 9  # an output cannot be written: disk full, permission denied, read-only file system
+    INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it
 
 
 class AnalyzerError(Exception):
@@ -40,3 +42,45 @@ class DatabaseError(AnalyzerError):
     """The database file cannot be opened, is locked, or is not an analyzer database."""
 
     exit_code = ExitCode.DATABASE
+
+
+class WriteError(AnalyzerError):
+    """An output (the database, a report, an export) cannot be written: disk full, no permission."""
+
+    exit_code = ExitCode.CANNOT_WRITE
+
+
+# errno values that mean "this output cannot be written" rather than a bug.
+_WRITE_ERRNOS = {"ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "EFBIG", "EISDIR", "ENOTDIR", "EEXIST"}
+# The same conditions as DuckDB words them in its IOException messages.
+_WRITE_TEXTS = ("no space left on device", "disk quota exceeded", "permission denied",
+                "read-only file system", "file too large", "could not write", "cannot open file")
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """True when ``exc`` says an output could not be written (disk full, unwritable path)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return errno.errorcode.get(exc.errno, "") in _WRITE_ERRNOS
+    text = str(exc).lower()
+    return any(t in text for t in _WRITE_TEXTS)
+
+
+def one_line(message: str) -> str:
+    """The operator's line of an error message.
+
+    DuckDB appends the SQL it was given with a caret under the failing position
+    (``LINE 1: SELECT ...`` / ``^``) and sometimes a JSON blob of details; those
+    lines are dropped (``ANALYZER_DEBUG=1`` shows the whole message), the rest is
+    joined into one line.
+    """
+    kept = []
+    for line in str(message).splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("LINE ") or set(stripped) <= {"^", " "}:
+            break  # the quoted SQL and its caret come last
+        kept.append(stripped)
+    return " ".join(kept) if kept else str(message).strip()

@@ -8,6 +8,38 @@ from rich.console import Console
 from rich.markup import escape  # log and metric text is untrusted: never read it as markup
 from rich.table import Table
 
+from .safetext import terminal_text
+
+
+def _t(value: Any) -> str:
+    """Log text for a rich string: credentials redacted, controls escaped, never read as markup."""
+    return escape(terminal_text(value))
+
+
+class _Console(Console):
+    """A rich console that reports a closed pipe as ``BrokenPipeError``.
+
+    Rich's own handling exits with 1; the command line ends a closed pipe
+    (``analyze ... | head -1``) quietly with 0.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError()
+
+
+def shown_path(path: str) -> str:
+    """A stored (absolute) path as the operator typed it: relative when under the current folder."""
+    import os
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return path
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    return path
+
 
 def _on_terminal() -> bool:
     import sys
@@ -22,28 +54,32 @@ def _pct(rate: float) -> str:
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
     # Piped output gets a fixed, wide layout instead of rich's 80-column default.
-    out = console or Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
+    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
     out.print(
         f"[bold]{summary['turns']:,} turns[/] in {summary['sessions']:,} sessions, "
         f"{tr['first'] or '-'} .. {tr['last'] or '-'}"
     )
+    print_filters(summary, out)
     if ing:
         out.print(
-            f"ingested {ing['files_ingested']} file(s) ({ing['files_unchanged']} unchanged), "
+            f"this run ingested {ing['files_ingested']} file(s) ({ing['files_unchanged']} unchanged), "
             f"{ing['new_records']:,} new records, {ing['duplicates']:,} duplicates skipped, "
             f"{ing['quarantined']:,} lines quarantined"
         )
     print_skipped_files(summary, out)
+    print_holdings(summary, out)
 
     models = Table(title="Turns and sessions per model", title_justify="left")
     for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder-addressable", "sessions ended on failure"):
-        models.add_column(col, justify="left" if col == "model" else "right")
+        # fold, never cut: the tail of a name is what tells two models apart
+        models.add_column(col, justify="left" if col == "model" else "right",
+                          overflow="fold" if col == "model" else "ellipsis")
     for m in summary["models"]:
         failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
         models.add_row(
-            escape(str(m["model"])), f"{m['turns']:,}", f"{m['sessions']:,}", f"{m['tool_sessions']:,}",
+            _t(m["model"]), f"{m['turns']:,}", f"{m['sessions']:,}", f"{m['tool_sessions']:,}",
             f"{failed:,}", f"{m['ladder_addressable_total']:,}", f"{m['sessions_ended_on_failure']:,}",
         )
     out.print(models)
@@ -51,19 +87,25 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     out.print(_class_table(summary))
 
     inf = summary["inferred"]
+    scope = ("across the selected models" if (summary.get("filters") or {}).get("models")
+             else "across all models")
     out.print(
-        f"across all models the ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
+        f"{scope} the ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
         "(tool-history-5xx, and empty-200-stop with tool history); "
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )
     out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
     if summary["quarantined_lines"]:
-        out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined[/], e.g.:")
+        whole = " (in the whole database)" if summary.get("not_filtered") else ""
+        out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
         for s in summary["quarantine_samples"]:
-            out.print(f"  {safe_text(s['path'])}:{s['line_no']}: {safe_text(s['reason'])}", markup=False)
+            out.print(f"  {terminal_text(shown_path(s['path']))}:{s['line_no']}: {terminal_text(s['reason'])}",
+                      markup=False)
     note = summary["metrics"]["note"]
     if note:
         out.print(f"[yellow]note:[/] {note}")
+    for note in summary.get("notes") or []:
+        out.print(f"[yellow]note:[/] {_t(note)}")
     print_episodes(summary["metrics"].get("episodes") or [], out)
     print_proxy_health(summary, out)
     if summary.get("sizing"):
@@ -133,7 +175,7 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
 def print_sizing(s: dict[str, Any], out: Console) -> None:
     """The sizing block: eligible incidents, recovery per rung or the baseline, the conclusion."""
     out.print()
-    out.print(f"[bold]Sizing the ladder[/] (GLM: {escape(', '.join(s['models'])) or 'none'})")
+    out.print(f"[bold]Sizing the ladder[/] (GLM: {_t(', '.join(s['models'])) or 'none'})")
     trig = ", ".join(f"{k} {v:,}" for k, v in sorted(s["eligible_by_trigger"].items()))
     out.print(f"  eligible incidents: {s['eligible_incidents']:,}" + (f" ({trig})" if trig else ""))
     out.print(
@@ -169,7 +211,7 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
-            r["trigger"], r["rung"], f"{r['reached']:,}", f"{r['recovered']:,}",
+            _t(r["trigger"]), _t(r["rung"]), f"{r['reached']:,}", f"{r['recovered']:,}",
             f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
             f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
         )
@@ -182,7 +224,7 @@ def _class_table(summary: dict[str, Any]) -> Table:
 
     glm = [m for m in summary["models"] if is_glm(m["model"])]
     others = [m for m in summary["models"] if not is_glm(m["model"])]
-    groups: list[tuple[str, list[dict]]] = [(escape(str(m["model"])), [m]) for m in glm[:4]]
+    groups: list[tuple[str, list[dict]]] = [(_t(m["model"]), [m]) for m in glm[:4]]
     if len(glm) > 4:
         groups.append((f"other GLM ({len(glm) - 4})", glm[4:]))
     if others:
@@ -205,33 +247,55 @@ def _class_table(summary: dict[str, Any]) -> Table:
 def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
     """Wedged, down and sleeping pods from the metrics, the failed turns each one explains
     (each turn in one window, so the column adds up to the classes) and, per wedged
-    window, what the other signals said."""
+    window, what the other signals said.
+
+    Pod names share long prefixes (``glm-5-vllm-6f9c7d8b5-k7m2q``, ``...-r4t8w``):
+    when the table is wider than the terminal, the common prefix is elided (and
+    named under the table), never the tail that tells the pods apart.
+    """
     if not episodes:
         return
+    pods = [terminal_text(e["pod"] or "?") for e in episodes]
+    table = _episode_table(episodes, pods)
+    excess = out.measure(table, options=out.options.update_width(10_000)).maximum - out.width
+    prefix = ""
+    if excess > 0:
+        prefix, pods = elide_common_prefix(pods, max(len(p) for p in pods) - excess)
+        table = _episode_table(episodes, pods)
+    if table.row_count:
+        out.print(table)
+        if prefix:
+            out.print(f"  (pod names start with {escape(prefix)}…)")
+    print_sleeping(episodes, out)
+
+
+def _episode_table(episodes: list[dict[str, Any]], pods: list[str]) -> Table:
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
                          ("duration", "right"), ("failed turns", "right"), ("corroboration", "left")):
-        t.add_column(col, justify=justify)
-    asleep = [e for e in episodes if e["kind"] == "sleeping"]
-    for e in episodes:
+        t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model") else "ellipsis")
+    for e, pod in zip(episodes, pods):
         if e["kind"] == "sleeping":
             continue
         evidence = (e.get("corroboration") or {}).get("text", "")
-        t.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"), e["kind"],
-                  e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]),
-                  f"{e['failed_turns']:,}", escape(evidence))
-    if t.row_count:
-        out.print(t)
-    if asleep:
-        s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)",
-                  title_justify="left")
-        for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
-            s.add_column(col, justify=justify)
-        for e in asleep:
-            s.add_row(escape(e["pod"] or "?"), escape(e["model_name"] or "?"),
-                      e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
-        out.print(s)
+        t.add_row(escape(pod), _t(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
+                  _duration(e["duration_s"]), f"{e['failed_turns']:,}", _t(evidence))
+    return t
+
+
+def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
+    """Engines that vllm:engine_sleep_state says were asleep: flat on purpose, not wedged."""
+    asleep = [e for e in episodes if e["kind"] == "sleeping"]
+    if not asleep:
+        return
+    s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)", title_justify="left")
+    for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
+        s.add_column(col, justify=justify)
+    for e in asleep:
+        s.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"),
+                  e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
+    out.print(s)
 
 
 def _duration(seconds: float) -> str:
@@ -239,3 +303,64 @@ def _duration(seconds: float) -> str:
     if minutes >= 120:
         return f"{minutes / 60:.1f} h"
     return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"
+
+
+_SEPARATORS = "-_./:@"
+_FORM_NAMES = {"jsonl": "JSONL", "kubectl": "kubectl stdout", "parquet": "Parquet"}
+
+
+def elide_common_prefix(names: list[str], width: int) -> tuple[str, list[str]]:
+    """Shorten ``names`` to about ``width`` characters by dropping what they all start with.
+
+    Returns ``(prefix, shortened)``: the prefix cut at a separator (``-``, ``_``,
+    ``.``, ``/``...) so the part left starts a word, and each name as ``…`` plus
+    what follows. Names that differ early, or a single name, are returned whole.
+    """
+    distinct = sorted(set(names))
+    if len(distinct) < 2:
+        return "", names
+    import os
+
+    common = os.path.commonprefix(distinct)
+    cut = max((i + 1 for i, ch in enumerate(common) if ch in _SEPARATORS), default=0)
+    if cut < 4:  # nothing worth eliding
+        return "", names
+    del width  # the prefix goes whole: a shorter cut would leave the reader guessing
+    return names[0][:cut], ["…" + n[cut:] for n in names]
+
+
+def print_filters(summary: dict[str, Any], out: Console) -> None:
+    """The filters of a filtered summary, and the figures they do not apply to."""
+    f = summary.get("filters") or {}
+    parts = []
+    if f.get("models"):
+        parts.append("models " + ", ".join(terminal_text(m) for m in f["models"]))
+    if f.get("since"):
+        parts.append(f"since {f['since']}")
+    if f.get("until"):
+        parts.append(f"until {f['until']}")
+    if parts:
+        out.print(f"filtered: {escape('; '.join(parts))}")
+    for note in summary.get("not_filtered") or []:
+        out.print(f"  not filtered: {escape(note)}")
+
+
+def print_holdings(summary: dict[str, Any], out: Console) -> None:
+    """What the database holds: files per form, sources, periods, metrics and the wedge window."""
+    h = summary.get("database")
+    if not h:
+        return
+    from .holdings import describe_seconds
+
+    forms = ", ".join(f"{n['files']:,} {_FORM_NAMES.get(form, form)}" for form, n in h["forms"].items())
+    srcs = h["sources"]
+    shown = ", ".join(terminal_text(shown_path(s["source"])) for s in srcs[:3]) + (f" and {len(srcs) - 3} more" if len(srcs) > 3 else "")
+    periods = h["periods"]
+    span = "; ".join(f"{p['first_day']} .. {p['last_day']}" for p in periods[:4]) + (" ..." if len(periods) > 4 else "")
+    out.print(f"the database holds {h['files']:,} file(s) ({forms}) from {len(srcs)} source(s): {escape(shown)}")
+    out.print(f"  records {span or '-'}" + (f" in {len(periods)} separate periods" if len(periods) > 1 else ""))
+    m = summary.get("metrics") or {}
+    if h.get("metric_samples"):
+        stored = "" if m.get("wedge_window_stored", True) else " (this run only, not stored)"
+        out.print(f"  metrics: {h['metric_samples']:,} samples, {h['metrics_first'] or '-'} .. {h['metrics_last'] or '-'}; "
+                  f"pod windows with wedge window {describe_seconds(m.get('wedge_window_s'))}{stored}")

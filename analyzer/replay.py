@@ -322,9 +322,10 @@ def plan_replay(
         model: the model name to send (default: each turn's logged model).
         flatten: also try the opt-in ``flatten_transcript`` rung.
     """
-    from .summary import is_glm
+    from .summary import is_glm, like_match
 
-    wanted = (lambda m: m in only_models) if only_models else is_glm
+    # --only-model takes names or LIKE patterns, as --model does in the summary
+    wanted = (lambda m: any(like_match(m, p) for p in only_models)) if only_models else is_glm
     rows = [r for r in con.execute(_ELIGIBLE_SQL).fetchall() if wanted(r[3])]
     not_captured = sum(1 for r in rows if not r[10] or r[11] is None)
     rows = [r for r in rows if r[10] and r[11] is not None]
@@ -520,11 +521,47 @@ class _Fatal(Exception):
     """The endpoint cannot serve this replay at all."""
 
 
+def check_api_key(key: str, source: str = "the API key") -> str:
+    """Refuse a key that cannot go into an HTTP header as it is, without ever showing it.
+
+    A key copied with its line end (``echo $KEY > file``), or holding spaces or
+    other control characters, would make the HTTP client raise an error that
+    quotes the header (escaped, so a plain scrubber misses it).
+
+    Raises:
+        AnalyzerError: (usage) CR, LF, whitespace or another control character in the key.
+    """
+    bad = [name for name, test in (("a line break (CR or LF)", lambda c: c in "\r\n"),
+                                   ("a space or tab", lambda c: c in " \t"),
+                                   ("a control character", lambda c: ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0))
+           if any(test(c) for c in key)]
+    if bad:
+        raise AnalyzerError(f"{source} holds {bad[0]} ({len(key)} characters, not shown): remove it "
+                            "(a key read from a file often keeps its line end)", ExitCode.USAGE)
+    return key
+
+
+def secret_forms(secret: str) -> list[str]:
+    """``secret`` as errors may quote it: raw, stripped, escaped by repr/JSON, URL-encoded (longest first)."""
+    from urllib.parse import quote, quote_plus
+
+    forms = {secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1],
+             secret.encode("unicode_escape").decode("ascii"), quote(secret, safe=""), quote_plus(secret)}
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
 def _scrubber(secret: str | None) -> Callable[[str | None], str | None]:
+    """A scrub for texts that may quote ``secret``: every escaped form of it, and credentials in general."""
+    from .report.redact import redact
+
+    forms = secret_forms(secret) if secret else []
+
     def scrub(text: str | None) -> str | None:
-        if text is None or not secret:
+        if text is None:
             return text
-        return text.replace(secret, "***")
+        for form in forms:
+            text = text.replace(form, "***")
+        return redact(text)
     return scrub
 
 
@@ -568,6 +605,8 @@ async def areplay(
         raise AnalyzerError("--concurrency must be at least 1", ExitCode.USAGE)
     url = endpoint_url(endpoint)
     public = public_endpoint(url)
+    if api_key:
+        check_api_key(api_key)  # before it goes near a header
     scrub = _scrubber(api_key)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     limiter = RateLimiter(rate)
@@ -685,6 +724,7 @@ def replay_command(
             if not api_key:
                 raise AnalyzerError(f"--api-key-env: the environment variable {api_key_env} is not set or empty",
                                     ExitCode.USAGE)
+            check_api_key(api_key, f"the API key in ${api_key_env}")
     elif endpoint:
         url = endpoint_url(endpoint)
     tools = load_tools_file(tools_file) if tools_file else None
@@ -740,63 +780,70 @@ def _dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
     }
 
 
+def _say(text: str = "") -> None:
+    """Print a line of the text report: request ids and model names are log text, shown escaped."""
+    from .safetext import printable
+
+    print(printable(text))
+
+
 def _print_header(plan: ReplayPlan, endpoint: str | None, *, dry: bool) -> None:
     which = "GLM models" if not plan.models else ", ".join(plan.models)
     n = len(plan.turns)
     if dry:
-        print(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
+        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
               + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
     else:
-        print(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
-    print(f"ladder rungs: {', '.join(plan.rungs)}")
+        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
+    _say(f"ladder rungs: {', '.join(plan.rungs)}")
     if plan.not_captured:
-        print(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
+        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
     for s in plan.skipped:
-        print(f"skipped {s.request_id} {_iso(s.ts)}: {s.reason}")
+        _say(f"skipped {s.request_id} {_iso(s.ts)}: {s.reason}")
     if not n:
-        print("nothing to replay: no ladder-eligible turn with full-capture messages"
+        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
               + ("" if not plan.models else " for these models"))
         return
     stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
     if stand_ins:
-        print(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
+        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
               "(definitions are not logged; pass --tools FILE for the real ones)")
-    print("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
+    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
 
 
 def _print_dry_run(plan: ReplayPlan, doc: dict[str, Any]) -> None:
     _print_header(plan, doc["endpoint"], dry=True)
     for t, d in zip(plan.turns, doc["turns"]):
-        print()
-        print(f"{t.request_id} {_iso(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
+        _say()
+        _say(f"{t.request_id} {_iso(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
               f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
         for note in t.notes:
-            print(f"  note: {note}")
+            _say(f"  note: {note}")
         for p in d["payloads"]:
-            print(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
+            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
                   f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
 
 
 def _print_report(report: ReplayReport) -> None:
     _print_header(report.plan, report.endpoint, dry=False)
-    print()
-    print(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
+    _say()
+    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
           f"{'recovered at':<17} attempts")
     for o in report.outcomes:
-        print(f"{o.turn.request_id:<10} {_iso(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
+        _say(f"{o.turn.request_id:<10} {_iso(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
               f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
     rows = report.per_rung()
     if rows:
-        print()
-        print(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
+        _say()
+        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
         for r in rows:
-            print(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
+            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
     counts = _count(o.outcome for o in report.outcomes)
-    print()
-    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    _say()
+    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if counts.get(NOT_TRIGGERED):
-        print(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
+        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
               "they count in no recovery rate")
-    print(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
+    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
           "(ladder_attempts / ladder_summary rows with source = 'replay')")
     sys.stdout.flush()

@@ -60,7 +60,7 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
             FROM turns WHERE {_FILTER}""",
         p,
     ).fetchall()[0]
-    deadline = con.execute("SELECT max(value) FROM settings WHERE name = 'caller_deadline_s'").fetchall()[0][0]
+    deadline = con.execute("SELECT max(CAST(value AS DOUBLE)) FROM settings WHERE name = 'caller_deadline_s'").fetchall()[0][0]
 
     # Sessions lost: GLM tool sessions whose last turn failed for the client.
     lost = con.execute(

@@ -29,6 +29,7 @@ from typing import IO, Any, Iterable, Mapping, Sequence
 import duckdb
 
 from .errors import AnalyzerError, ExitCode
+from .safetext import printable
 from .queries import QueryFile, load_queries, parse_query_file
 
 FORMATS = ("table", "csv", "json")
@@ -114,6 +115,44 @@ def resolve(name_or_sql: str) -> ResolvedQuery:
         # The view (or materialized table) exists in the database: select from it.
         return ResolvedQuery(f'SELECT * FROM "{q.name}"', (), q)
     return ResolvedQuery(q.sql, placeholders(q.sql), q)
+
+
+#: What the read-only default runs: one statement that reads (a PRAGMA cannot
+#: change a setting: the configuration is locked).
+READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "PRAGMA")
+#: Settings of a read-only `analyze sql` connection, applied in this order: no file
+#: or network access (COPY TO, EXPORT DATABASE, read_csv('http://...'), ATTACH),
+#: then the configuration locked (no SET, no extension settings) for the query.
+READ_ONLY_SETTINGS = {"enable_external_access": False, "lock_configuration": True}
+
+
+class WriteRefused(AnalyzerError):
+    """SQL that is more than one reading statement, without ``--write``."""
+
+    exit_code = ExitCode.USAGE
+
+
+def check_read_only(sql: str) -> None:
+    """Refuse what the read-only default does not run: several statements, or one that is not a read.
+
+    Raises:
+        WriteRefused: more than one statement, or a COPY, EXPORT, SET, INSTALL/LOAD,
+            ATTACH, CREATE, INSERT ... (all need ``--write``).
+        SqlError: the SQL does not parse.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SqlError(f"the SQL failed: {str(exc).strip()}") from exc
+    if len(statements) > 1:
+        raise WriteRefused(f"the SQL holds {len(statements)} statements; `analyze sql` runs one per call "
+                           "(pass --write to run several)")
+    for st in statements:
+        kind = st.type.name
+        if kind not in READ_ONLY_STATEMENTS:
+            raise WriteRefused(f"{kind} is not a read-only statement: by default `analyze sql` runs one SELECT, "
+                               "EXPLAIN or PRAGMA, and writes no file, changes no setting and loads no extension "
+                               "(pass --write to allow it)")
 
 
 def _time_value(name: str, value: Any) -> Any:
@@ -224,9 +263,23 @@ def _iso(v: datetime | date | time) -> str:
     return v.isoformat()
 
 
+def _round_float(v: float) -> float:
+    """Binary noise off a float (``74.69999999999999`` -> ``74.7``): 12 significant digits."""
+    return float(f"{v:.12g}")
+
+
+def _short_float(v: float) -> str:
+    """A float for the table: six significant digits (one decimal from 100,000 up)."""
+    if not math.isfinite(v):
+        return str(v)
+    if abs(v) >= 1e5:
+        return f"{v:.1f}"
+    return repr(float(f"{v:.6g}"))
+
+
 def _json_value(v: Any) -> Any:
     if isinstance(v, float):
-        return v if math.isfinite(v) else None
+        return _round_float(v) if math.isfinite(v) else None
     if isinstance(v, Decimal):
         return int(v) if v == v.to_integral_value() else float(v)
     if isinstance(v, (datetime, date, time)):
@@ -250,7 +303,7 @@ def _text(v: Any) -> str:
     if isinstance(v, (datetime, date, time)):
         return _iso(v)
     if isinstance(v, (dict, list, tuple)):
-        return json.dumps(_json_value(v), ensure_ascii=False)
+        return _json_dumps(_json_value(v))
     return str(_json_value(v))
 
 
@@ -265,12 +318,30 @@ def _rows(cur) -> Iterable[tuple]:
 def write_csv(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
     """CSV with a header row; NULL is an empty field. Returns the row count."""
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(columns)
+    # CSV is data: values go as they are into a file or a pipe, escaped on a terminal.
+    shown = printable if _is_terminal(out) else (lambda x: x)
+    w.writerow([shown(c) for c in columns])
     n = 0
     for row in rows:
-        w.writerow([_text(v) for v in row])
+        w.writerow([shown(_text(v)) for v in row])
         n += 1
     return n
+
+
+def _is_terminal(out: IO[str]) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# JSON escapes C0 controls itself; C1 controls and bidi characters are escaped too
+# (still the same JSON string), so the output is safe on a terminal.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def _json_dumps(value: Any) -> str:
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def write_json(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
@@ -279,7 +350,7 @@ def write_json(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> i
     out.write("[")
     for row in rows:
         out.write(",\n " if n else "\n ")
-        out.write(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, ensure_ascii=False))
+        out.write(_json_dumps({c: _json_value(v) for c, v in zip(columns, row)}))
         n += 1
     out.write("\n]\n" if n else "]\n")
     return n
@@ -292,7 +363,8 @@ def _numeric(v: Any) -> bool:
 def write_table(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
     """An aligned plain-text table (numbers right-aligned, long cells cut). Returns the row count."""
     def cell(v: Any) -> str:
-        s = "NULL" if v is None else _text(v).replace("\n", "\\n")
+        # Log text is untrusted: control characters are shown escaped, never sent to the terminal.
+        s = "NULL" if v is None else _short_float(v) if isinstance(v, float) else printable(_text(v))
         return s if len(s) <= TABLE_CELL_CHARS else s[: TABLE_CELL_CHARS - 1] + "…"
 
     data = [(tuple(cell(v) for v in row), tuple(_numeric(v) for v in row)) for row in rows]
@@ -354,10 +426,12 @@ def run_sql(
     given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
+    if not write:
+        check_read_only(resolved.sql)
 
     from .db import connect
 
-    con = connect(db, read_only=not write)
+    con = connect(db, read_only=not write, settings=None if write else READ_ONLY_SETTINGS)
     try:
         cur = execute(con, query, given)
         columns = [d[0] for d in (cur.description or [])]

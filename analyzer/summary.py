@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -33,21 +34,109 @@ def is_glm(model: str | None) -> bool:
     return bool(model) and "glm" in model.lower()
 
 
-def parse_time(value: str | None, name: str) -> datetime | None:
-    """Parse an ISO-8601 bound (a date, or a date and time; UTC assumed)."""
+# An age relative to now, for --since/--until: 90s, 30m, 24h, 7d, 2w.
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.I)
+_AGE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_time(value: str | None, name: str, now: datetime | None = None) -> datetime | None:
+    """Parse a bound: ISO 8601 (a date, or a date and time; UTC unless an offset is given),
+    or an age before now such as ``24h`` or ``7d`` (``s``, ``m``, ``h``, ``d``, ``w``).
+
+    Returns naive UTC.
+    """
     if value is None:
+        return None
+    from datetime import timedelta, timezone
+
+    from .errors import AnalyzerError, ExitCode
+
+    age = _AGE.match(value)
+    if age:
+        now = now or datetime.now(timezone.utc).replace(tzinfo=None)
+        return now - timedelta(seconds=float(age.group(1)) * _AGE_SECONDS[age.group(2).lower()])
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise AnalyzerError(f"--{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
+                            ExitCode.USAGE) from exc
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt
+
+
+def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """``--since``/``--until`` as naive UTC; an empty or reversed range is a usage error."""
+    from datetime import timezone
+
+    from .errors import AnalyzerError, ExitCode
+
+    now = datetime.now(timezone.utc).replace(tzinfo=None)  # one "now" for both ages
+    since_dt, until_dt = parse_time(since, "since", now), parse_time(until, "until", now)
+    if since_dt is not None and until_dt is not None and since_dt >= until_dt:
+        raise AnalyzerError(f"--since {since} is not before --until {until}: the range "
+                            f"[{since_dt.isoformat()}Z, {until_dt.isoformat()}Z) is empty", ExitCode.USAGE)
+    return since_dt, until_dt
+
+
+def like_match(value: str | None, pattern: str) -> bool:
+    """SQL ``ILIKE`` in Python: ``%`` any run, ``_`` any one character, case-insensitive.
+
+    The model patterns of ``--model`` (summary), ``--only-model`` (replay) and the
+    ``model`` parameter of ``analyze sql`` questions all mean this.
+    """
+    if value is None:
+        return False
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.I | re.S) is not None
+
+
+def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -> list[str] | None:
+    """The models the ``--model`` patterns name (``ILIKE``, as in ``analyze sql``), or None for all.
+
+    Raises:
+        AnalyzerError: (usage) a pattern that matches no model in the database; the
+            message lists the models it holds.
+    """
+    if not patterns:
         return None
     from .errors import AnalyzerError, ExitCode
 
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise AnalyzerError(f"--{name}: not an ISO-8601 date or time: {value!r}", ExitCode.USAGE) from exc
-    if dt.tzinfo is not None:
-        from datetime import timezone
+    known = con.execute("SELECT model, count(*) FROM turns WHERE model IS NOT NULL "
+                        "GROUP BY model ORDER BY count(*) DESC, model").fetchall()
+    chosen: list[str] = []
+    for pattern in patterns:
+        hits = [m for m, _ in known if like_match(m, pattern)]
+        if not hits:
+            import difflib
 
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-    return dt
+            from .safetext import terminal_text
+
+            names = [m for m, _ in known]
+            close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
+            listing = ", ".join(f"{terminal_text(m)} ({n:,} turns)" for m, n in known[:12]) or "none"
+            raise AnalyzerError(
+                f"--model {pattern!r} matches no model in the database"
+                + (f"; did you mean {terminal_text(close[0])!r}?" if close else "")
+                + f" The models are: {listing}{' ...' if len(known) > 12 else ''} "
+                "(a name, or a LIKE pattern such as 'glm%')", ExitCode.USAGE)
+        chosen += [m for m in hits if m not in chosen]
+    return chosen
+
+
+def filter_notes(summary: dict[str, Any]) -> list[str]:
+    """What a filtered summary does not filter, said once each (empty when unfiltered)."""
+    f = summary.get("filters") or {}
+    if not (f.get("models") or f.get("since") or f.get("until")):
+        return []
+    notes = []
+    if summary.get("quarantined_lines"):
+        notes.append("quarantined lines are counted over the whole database (a malformed line has no model or time)")
+    if summary.get("ingest"):
+        notes.append("the ingest line counts this run's files, whatever the filter")
+    if f.get("models") and (summary.get("metrics") or {}).get("samples"):
+        notes.append("metric samples and windows are counted for every pod; the episodes are filtered")
+    return notes
 
 
 def build_summary(

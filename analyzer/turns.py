@@ -119,11 +119,11 @@ def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -
     """
     if seconds is not None:
         con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, check_caller_deadline(seconds)])
+                    [CALLER_DEADLINE, repr(check_caller_deadline(seconds))])
     else:
         con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, DEFAULT_CALLER_DEADLINE_S])
-    return con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0]
+                    [CALLER_DEADLINE, repr(float(DEFAULT_CALLER_DEADLINE_S))])
+    return float(con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0])
 
 
 def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | None = None) -> ClassifyReport:

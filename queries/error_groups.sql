@@ -5,7 +5,8 @@
 -- failure mode is one row: numbers become `<n>` (`Request timed out after <n>ms`),
 -- ISO times `<time>`, UUIDs `<id>`, hex addresses `<addr>`; the status of
 -- `Provider returned NNN:` is kept, as are digits inside names (`glm-4.6`,
--- `qwen3`). The pattern is read from the first 200 characters. Per pattern: the
+-- `qwen3`) and after a `%` (URL escapes such as `%3D` stay whole, so the redactor
+-- still sees `access_token%3D...`). The pattern is read from the first 200 characters. Per pattern: the
 -- turns, the models and providers, the most frequent class, first and last seen,
 -- and the earliest example (its request id; `records.raw` has the whole record).
 -- `engine_crash` flags the texts of a vLLM engine that died, anywhere in the
@@ -37,7 +38,7 @@ p AS (
                   '<time>', 'g'),
                   '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
                   '0x[0-9a-fA-F]+', '<addr>', 'g'),
-                  '(^|[^A-Za-z0-9_.-])[0-9]+([.][0-9]+)?', '\1<n>', 'g') AS pattern
+                  '(^|[^A-Za-z0-9_.%-])[0-9]+([.][0-9]+)?', '\1<n>', 'g') AS pattern
     FROM e
 )
 SELECT pattern,

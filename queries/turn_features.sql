@@ -135,7 +135,7 @@ SELECT
          WHEN answered AND error IS NULL AND has_content IS NULL AND has_tool_calls IS NULL
               AND has_reasoning IS NULL THEN true END AS no_answer,
     -- slower than the caller's deadline (analyzer.online.is_late)
-    latency_ms > 1000 * (SELECT value FROM settings WHERE name = 'caller_deadline_s') AS late,
+    latency_ms > 1000 * (SELECT CAST(value AS DOUBLE) FROM settings WHERE name = 'caller_deadline_s') AS late,
     -- which features were reconstructed rather than logged, as decide() expects
     concat_ws(',',
         CASE WHEN log_fields_version IS NULL AND error IS NOT NULL AND parsed_status IS NOT NULL

@@ -597,6 +597,9 @@ def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5
     """:func:`recompute_windows` inside the caller's transaction (the loaders use it)."""
     result = compute_windows(con, wedge_window, progress)
     con.execute("DELETE FROM pod_windows")
+    # The parameters that made the stored windows, stored with them (table settings).
+    con.execute("INSERT OR REPLACE INTO settings VALUES ('pod_windows.wedge_window_s', ?, now())",
+                [repr(parse_duration(wedge_window, "--wedge-window"))])
     if result.windows:
         con.executemany(
             "INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES (?, ?, ?, ?, ?, ?)",

@@ -24,8 +24,11 @@ _KEY_CORE = (
     r"(?:secret|password|passwd|pwd|token|authorization|auth|apikey|api[_-]?key"
     r"|access[_-]?key|s3[_-]?key|private[_-]?key|credentials?|session[_-]?key)"
 )
-_KEY_NAME = rf"(?:[a-z0-9]+[_-])*{_KEY_CORE}(?:[_-](?:id|key|value|access[_-]key))?"
-SECRET_KEY_RE = re.compile(rf"(?i)^{_KEY_NAME}$")
+# Environment-style names glue a prefix to the word: PGPASSWORD, MYSQLPASSWORD, DBSECRET.
+_GLUED = r"(?:[a-z0-9]+(?:password|passwd|secret))"
+_KEY_NAME = rf"(?:[a-z0-9]+[_-])*(?:{_GLUED}|{_KEY_CORE})(?:[_-](?:id|key|value|access[_-]key))?"
+# JSON keys also hide cookies whole (in text, _COOKIE_RE keeps the cookie names).
+SECRET_KEY_RE = re.compile(rf"(?i)^(?:{_KEY_NAME}|(?:set-)?cookies?)$")
 
 # key: value / "key": "value" / key='value' / \"key\": \"value\" (JSON inside a string)
 # / key=value in a query string.
@@ -43,7 +46,17 @@ _KEY_VALUE_RE = re.compile(
 )
 # DuckDB CREATE SECRET literals: KEY_ID '...', SECRET '...', SESSION_TOKEN '...'.
 _DUCKDB_SECRET_RE = re.compile(r"(?i)\b(KEY_ID|SECRET|SESSION_TOKEN)(\s+)'[^']*'")
-_BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+# The whole token, `abc:SECRET` included (some gateways join an id and a secret).
+_BEARER_RE = re.compile(r"""(?i)\b(Bearer\s+)[^\s"',;\\]+""")
+# Command-line flags: --password X, --password=X, --api-key 'X', --token X.
+_FLAG_RE = re.compile(
+    r"""(?i)(?<![a-z0-9])(--?[a-z0-9-]*(?:password|passwd|secret|token|api-key|apikey)\s*(?:=|\s)\s*)("[^"]*"|'[^']*'|[^\s"']+)""")
+# URL-encoded pairs: access_token%3DVALUE (up to & or %26), also after %26 or %3F.
+_URLENC_RE = re.compile(
+    rf"""(?ix)((?:(?<=%26)|(?<=%3f)|(?<![a-z0-9_-])){_KEY_NAME}%3d)((?:(?!%26)[^&\s"'])+)""")
+# Cookie / Set-Cookie headers: every cookie's value goes, the names stay.
+_COOKIE_RE = re.compile(r"""(?i)\b((?:set-)?cookie\\?["']?\s*:\s*\\?["']?)([^\r\n"\\]*)""")
+_COOKIE_PAIR_RE = re.compile(r"([^=;\s]+=)([^;]*)")
 # An Authorization header with any scheme (Basic, Token, Digest ...): the scheme
 # stays, the credentials go. Words like "basic" or "token" in prose are left alone.
 _AUTH_HEADER_RE = re.compile(r"""(?i)(authorization\\?["']?\s*[:=]\s*\\?["']?[A-Za-z-]+\s+)[^\s"',;\\]+""")
@@ -74,6 +87,9 @@ def redact(text: str | None) -> str | None:
         return text
     text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _COOKIE_RE.sub(lambda m: m.group(1) + _COOKIE_PAIR_RE.sub(lambda p: p.group(1) + REDACTED, m.group(2)), text)
+    text = _URLENC_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _FLAG_RE.sub(lambda m: m.group(1) + REDACTED, text)
     text = _DUCKDB_SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}'{REDACTED}'", text)
     text = _KEY_VALUE_RE.sub(_redact_value, text)
     text = _TOKEN_SHAPES_RE.sub(REDACTED, text)
