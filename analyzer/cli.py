@@ -326,10 +326,6 @@ def _fail(message: str, code: int, raw: bool = False) -> None:
     raise SystemExit(code)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 def _metric_lists(args: list[str]) -> list[str]:
     """``--metrics a b c`` (what the shell makes of ``--metrics dir/*.json``) as one
     ``--metrics`` per path: every argument after ``--metrics`` up to the next option
@@ -363,3 +359,7 @@ def _metric_lists(args: list[str]) -> list[str]:
 
 # Options of `run` that take no value (so the argument after them is positional).
 _FLAGS = {"--json", "--strict", "--help", "-h", "--save-wedge-window"}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
