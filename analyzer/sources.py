@@ -148,6 +148,16 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
     if any(p.encode() in head for p in RECORD_PREFIXES):
         return KUBECTL, sep
     first = head.split(sep, 1)[0].strip()
+    if path.endswith((".json", ".json.gz")) and not _PROM_JSON.match(head.decode("utf-8", errors="replace")):
+        # A .json file is one document unless its first line is a proxy record.
+        import json
+
+        try:
+            rec = json.loads(first)
+        except ValueError:
+            rec = None
+        if not (isinstance(rec, dict) and rec.get("type") in ("request", "response", "system_prompt")):
+            raise FormError(path, "a JSON document that is neither Prometheus metrics nor proxy records")
     if first.startswith(b'{"') and not _PROM_JSON.match(first.decode("utf-8", errors="replace")):
         return JSONL, sep
     text = head.decode("utf-8", errors="replace")
@@ -196,22 +206,17 @@ class Discovered:
     notes: list[dict] = field(default_factory=list)  # {"path", "note"}
 
 
-def _looks_like_input(p: Path) -> bool:
-    if p.name in _SKIP_NAMES or p.name.startswith("."):
+def _looks_like_name(name: str) -> bool:
+    """A file name that may hold logs or metrics (by its suffix; hidden files never)."""
+    if name in _SKIP_NAMES or name.startswith("."):
         return False
-    suffixes = p.suffixes
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return bool(suffixes) and suffixes[-1] in _TEXT_SUFFIXES | {".parquet"}
+    base = name[:-3] if name.endswith(".gz") else name
+    dot = base.rfind(".")
+    return dot > 0 and base[dot:] in _TEXT_SUFFIXES | {".parquet"}
 
 
-def _derived_tier(path: Path, root: Path) -> bool:
-    """A file under the mirror's derived ``sessions/`` or ``session-rollup/`` tiers."""
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
-        parts = path.parts
-    return any(p in _DERIVED_TIERS for p in parts[:-1]) and path.suffix == ".parquet"
+def _looks_like_input(p: Path) -> bool:
+    return _looks_like_name(p.name)
 
 
 def _walk(root: Path, out: Discovered) -> list[Path]:
@@ -221,15 +226,18 @@ def _walk(root: Path, out: Discovered) -> list[Path]:
         out.skipped.append({"path": exc.filename or str(root), "reason": f"cannot read folder: {exc.strerror or exc}"})
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        keep = []
+        for d in sorted(dirnames):
+            if d.startswith("."):
+                continue
+            if d in _DERIVED_TIERS:  # the mirror's per-turn and per-session views: not records
+                out.notes.append({"path": os.path.join(dirpath, d), "note": "derived session tier (not records): skipped"})
+                continue
+            keep.append(d)
+        dirnames[:] = keep
         for n in sorted(filenames):
-            p = Path(dirpath) / n
-            if not _looks_like_input(p):
-                continue
-            if _derived_tier(p, root):
-                out.notes.append({"path": str(p), "note": "derived session tier (not records): skipped"})
-                continue
-            found.append(p)
+            if _looks_like_name(n):
+                found.append(Path(os.path.join(dirpath, n)))
     return found
 
 

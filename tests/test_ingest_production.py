@@ -181,11 +181,15 @@ def test_each_bad_file_is_skipped_and_said_and_costs_no_other_file(tmp_path, db)
     (logs / "truncated.jsonl.gz").write_bytes(full[: len(full) // 2])
     (logs / "dangling.jsonl").symlink_to(logs / "nowhere.jsonl")
     (logs / "notes.txt").write_text("remember to rotate the logs\n")
+    (logs / "config.json").write_text(json.dumps({"providers": {"nrp": {"url": "http://x"}}}, indent=2))
+    (logs / "table.csv").write_text("name,count\nmarin,1\n")
     pq.write_table(pa.table({"a": [1, 2]}), logs / "wrong.parquet")
     os.mkfifo(logs / "fifo.jsonl")
     report = run(db, [logs])
     skipped = {Path(s["path"]).name: s["reason"] for s in report.skipped_files}
-    assert set(skipped) == {"fake.jsonl.gz", "truncated.jsonl.gz", "dangling.jsonl", "notes.txt", "wrong.parquet"}
+    assert set(skipped) == {"fake.jsonl.gz", "truncated.jsonl.gz", "dangling.jsonl", "notes.txt", "wrong.parquet",
+                            "config.json", "table.csv"}
+    assert "neither Prometheus metrics nor proxy records" in skipped["config.json"]
     assert "not gzip" in skipped["fake.jsonl.gz"] and "dangling" in skipped["dangling.jsonl"]
     assert "lines, which are kept" in skipped["truncated.jsonl.gz"]
     assert "entry" in skipped["wrong.parquet"] and "not a proxy log" in skipped["notes.txt"]
@@ -404,7 +408,7 @@ def test_the_mirror_layout_counts_each_record_once(tmp_path, db):
     pq.write_table(pa.table({"session_id": ["s"], "n": [1]}), _mk(mirror / "session-rollup" / "monthly" / "2026-10.parquet"))
     report = run(db, [mirror])
     assert report.skipped_files == []
-    assert sorted(Path(n["path"]).parts[-3] for n in report.notes) == ["session-rollup", "sessions"]
+    assert sorted(Path(n["path"]).name for n in report.notes) == ["session-rollup", "sessions"]
     assert q(db, "SELECT count(*) FROM records") == [(len(today) + len(overlap) + 4 + len(monthly),)]
     assert report.duplicates == len(overlap)
     assert q(db, "SELECT count(*) FROM turns") == [(9,)]
