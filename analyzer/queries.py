@@ -82,6 +82,17 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     missing, rebuilt by :func:`analyzer.turns.refresh_turns`.
     """
     queries = load_queries().values()
+    # Views are recreated only when the SQL changed since they were last made (a
+    # re-run that changed nothing should not pay for thirty CREATE VIEWs).
+    import hashlib
+
+    signature = hashlib.md5("".join(q.kind + q.name + q.sql for q in queries).encode()).hexdigest()
+    try:
+        known = con.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall()
+    except duckdb.CatalogException:  # build_state comes with migration 003
+        known = []
+    if known and known[0][0] == signature:
+        return
     for q in queries:
         if q.kind == "macro":
             con.execute(q.sql)
@@ -107,3 +118,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         if len(failed) == len(pending):
             raise duckdb.CatalogException("; ".join(f"{k}: {v}" for k, v in errors.items()))
         pending = failed
+    try:
+        con.execute("INSERT OR REPLACE INTO build_state VALUES ('views', ?, now())", [signature])
+    except duckdb.CatalogException:
+        pass

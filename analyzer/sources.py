@@ -219,8 +219,8 @@ def _looks_like_input(p: Path) -> bool:
     return _looks_like_name(p.name)
 
 
-def _walk(root: Path, out: Discovered) -> list[Path]:
-    found: list[Path] = []
+def _walk(root: Path, out: Discovered) -> list[str]:
+    found: list[str] = []  # strings, not Paths: a folder of 10,000 chunks is walked on every run
 
     def onerror(exc: OSError) -> None:
         out.skipped.append({"path": exc.filename or str(root), "reason": f"cannot read folder: {exc.strerror or exc}"})
@@ -237,18 +237,18 @@ def _walk(root: Path, out: Discovered) -> list[Path]:
         dirnames[:] = keep
         for n in sorted(filenames):
             if _looks_like_name(n):
-                found.append(Path(os.path.join(dirpath, n)))
+                found.append(os.path.join(dirpath, n))
     return found
 
 
-def _candidates(arg: str, out: Discovered) -> list[Path]:
+def _candidates(arg: str, out: Discovered) -> list[str]:
     p = Path(arg).expanduser()
     if p.is_dir():
         return _walk(p.resolve(), out)
     if p.exists() or p.is_symlink():
-        return [p]
+        return [str(p)]
     matches = sorted(glob.glob(str(p), recursive=True))
-    found: list[Path] = []
+    found: list[str] = []
     for m in matches:
         found.extend(_candidates(m, out))
     return found
