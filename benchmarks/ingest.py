@@ -488,6 +488,10 @@ class Bench:
         """Run the chosen rows in order; a failing row is recorded, the others still run."""
         for name in names:
             say(f"row: {name}")
+            need = NEEDS.get(name)
+            if need and "error" in self.rows.get(need, {}):
+                self.rows[name] = {"error": f"not run: it needs the database of {need}, which failed"}
+                continue
             try:
                 self.rows[name] = getattr(self, name.replace("-", "_"))()
             except Exception as exc:  # noqa: BLE001 - report it and go on with the other rows
