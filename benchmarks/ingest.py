@@ -527,6 +527,9 @@ def targets(rows: dict) -> list[dict]:
     for name in ("noop", "report"):
         if _get(rows, name, "rss_mb") is not None:
             rss[name] = rows[name]["rss_mb"]
+    for m in _get(rows, "metrics", "rows") or []:
+        if m["label"].startswith("analyze"):
+            rss[f"metrics: {m['label']}"] = m["rss_mb"]
     worst = max(rss, key=rss.get) if rss else None
     out = [
         {"target": "analyze / store, one file", "figure": ratio(one, store), "unit": "x", "limit": 2.0,
