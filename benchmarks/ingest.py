@@ -67,6 +67,7 @@ def say(message: str) -> None:
 
 
 def _done(path: Path) -> Path:
+    """The marker saying ``path`` was written completely (and holding its facts)."""
     return path.with_name(path.name + ".done")
 
 
@@ -182,6 +183,7 @@ def make_extra_day(s3: Path, one: Path, out: Path) -> dict:
 
 
 def _lines(path: Path) -> int:
+    """Newlines in ``path``, counted in blocks."""
     with open(path, "rb") as f:
         return sum(block.count(b"\n") for block in iter(lambda: f.read(8 * MB), b""))
 
@@ -569,10 +571,12 @@ def _analyzer_identity() -> dict:
 
 
 def _s(x) -> str:
+    """Seconds in a fixed width (a dash when missing)."""
     return "      -" if x is None else f"{x:7.2f}"
 
 
 def _mb(x) -> str:
+    """Megabytes in a fixed width (blank when missing)."""
     return "" if x is None else f"{x:7,.0f} MB"
 
 
