@@ -562,8 +562,9 @@ def _analyzer_identity() -> dict:
                            cwd=tempfile.gettempdir()).stdout.strip()
     head = subprocess.run(["git", "-C", where, "log", "-1", "--format=%h %s"], capture_output=True,
                           text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--", "."], capture_output=True,
+    dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--", ".."], capture_output=True,
                            text=True).stdout.strip()
+    head = head or "not a git checkout"
     import duckdb
 
     return {"path": where, "commit": head + (" (+ uncommitted changes)" if dirty else ""),
@@ -584,6 +585,9 @@ def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None
     """The human-readable report of one run."""
     p = print
     p(f"analyzer under test: {ident['path']}  [{ident['commit']}]")
+    if "changed_during_run" in ident:
+        p(f"WARNING: the analyzer changed during the run, to [{ident['changed_during_run']}]: "
+          "rows ran on different versions")
     p(f"duckdb {ident['duckdb']}, python {ident['python']}, {ident['cpus']} cpus (shared)")
     s3, one = facts["s3"], facts["one"]
     p(f"input ({facts['dir']}): simulate_week(seed={SEED}, sessions={facts['sessions']:,})")
@@ -704,6 +708,9 @@ def main() -> None:
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     checks = targets(bench.rows)
+    after = _analyzer_identity()
+    if after["commit"] != ident["commit"]:  # a tree edited mid-run gives figures of two versions
+        ident["changed_during_run"] = after["commit"]
     if opts.json:
         print(json.dumps({"analyzer": ident, "input": facts, "rows": bench.rows, "targets": checks}, indent=2))
     else:
