@@ -496,7 +496,7 @@ class Bench:
                 continue
             try:
                 self.rows[name] = getattr(self, name.replace("-", "_"))()
-            except Exception as exc:  # noqa: BLE001 - report it and go on with the other rows
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - metrics.py exits on a failed child: report it, go on
                 self.rows[name] = {"error": f"{type(exc).__name__}: {exc}"}
 
 
