@@ -1,26 +1,31 @@
-"""Benchmark: `analyze` on a synthetic week of ~800,000 records (~1.2 GB), against baselines.
+"""Benchmark: `analyze` on a production-shaped week, against what DuckDB alone costs.
 
-Measured in the same run, on the same files:
+Generates (or reuses, under --dir) a week from ``analyzer.simulate`` -- several proxy
+replicas, multi-turn tool sessions, the real record sizes -- in five forms: the S3
+chunk folder, one file (the chunks concatenated in time order, as ``kubectl logs >
+week.log`` or an export gives), that file gzipped, a 3x file (the week again shifted by
++7 and +14 days, ids suffixed, so every record is distinct) and one extra day (the
+week's first day shifted by +21 days).
 
-  (a) `analyze DIR --db fresh.duckdb --json`, end to end, as a user runs it;
-  (b) the floor: DuckDB alone aggregating the files with read_ndjson and an explicit
-      column list of the fields the classifier needs;
-  (c) what an operator would write by hand: a standard-library json.loads loop that
-      pairs requests with responses by request_id and tallies errors and empty answers;
-  (d) `analyze` again with no new files.
+Then measures, in one run, on those files (see benchmarks/README.md for each row):
+floor, store, the stdlib loop, `analyze` end to end on every form, its phases, the
+incremental day, the no-op re-run, metrics ingest (benchmarks/metrics.py, when present)
+and the report. Every row runs in its own process; peak RSS is that process's, from
+``os.wait4``. Prints the figures, then the targets of issue 10 with PASS/MISS computed
+from this run's figures. Asserts nothing: the machine is shared and noisy.
 
-Targets (see issue 3): (a)/(b) <= 4, (c)/(a) >= 2, peak memory of (a) < 1.5 GB,
-(d) < 1 s. Prints figures and ratios; asserts nothing (machines here are shared
-and noisy: read the figures, rerun when in doubt).
-
-    python benchmarks/ingest.py [--sessions 50000] [--dir /tmp/analyzer-bench]
+    PYTHONPATH=<tree under test> python benchmarks/ingest.py [--quick] [--rows a,b] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip as gzip_module
+import importlib.util
+import inspect
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -29,13 +34,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import duckdb
+HERE = Path(__file__).resolve().parent
+SEED = 20261116
+FULL_SESSIONS = 80_000
+QUICK_SESSIONS = 8_000
+MB = 1024 * 1024
+GB_RSS = 1024  # "1 GB" of peak RSS, in MB (MiB)
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Row names for --rows, in the order they run (later rows use earlier rows' databases).
+ROWS = ("floor", "store", "stdlib", "analyze-one", "analyze-chunks", "analyze-gzip", "analyze-3x",
+        "phases", "incremental", "noop", "report", "metrics")
+# A row that needs another row's database runs that row too.
+NEEDS = {"noop": "analyze-chunks", "incremental": "analyze-3x", "report": "analyze-one"}
 
-from analyzer import simulate  # noqa: E402
-
+# The fields the classifier reads, typed, for the floor.
 FLOOR_COLUMNS = {
     "timestamp": "VARCHAR", "type": "VARCHAR", "request_id": "VARCHAR", "session_id": "VARCHAR",
     "model": "VARCHAR", "provider": "VARCHAR", "error": "VARCHAR", "has_content": "BOOLEAN",
@@ -44,206 +56,665 @@ FLOOR_COLUMNS = {
 }
 
 
-def generate(directory: Path, sessions: int) -> tuple[int, int, int]:
-    """Write the synthetic week as S3 chunk files (reused when already there)."""
-    marker = directory / f".complete-{sessions}"
-    if not marker.exists():
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        t = time.perf_counter()
-        week = simulate.simulate_week(seed=20261116, sessions=sessions)
-        simulate.write_s3_chunks(week, directory / "s3")
-        print(f"generated in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        marker.write_text("ok")
-    files = [p for p in (directory / "s3").rglob("*.jsonl")]
-    size = sum(p.stat().st_size for p in files)
-    with open(files[0], "rb"):
-        pass
-    lines = 0
-    for p in files:
-        with open(p, "rb") as f:
-            lines += sum(1 for _ in f)
-    return len(files), size, lines
+def say(message: str) -> None:
+    """Progress on stderr, only when stderr is a terminal (quiet when piped)."""
+    if sys.stderr.isatty():
+        print(f"  .. {message}", file=sys.stderr, flush=True)
 
 
-def floor(glob: str) -> tuple[float, list]:
-    """(b): DuckDB read_ndjson with an explicit column list, aggregating."""
-    con = duckdb.connect()
-    cols = ", ".join(f"'{k}': '{v}'" for k, v in FLOOR_COLUMNS.items())
-    sql = f"""
-        SELECT type, count(*), count(error), count(*) FILTER (WHERE NOT has_content AND NOT has_tool_calls),
-               count(DISTINCT request_id)
-        FROM read_ndjson('{glob}', columns = {{{cols}}}, ignore_errors = true)
-        GROUP BY type ORDER BY type
-    """
-    best, rows = float("inf"), []
-    for _ in range(2):  # the first run also warms the page cache for everyone
-        t = time.perf_counter()
-        rows = con.execute(sql).fetchall()
-        best = min(best, time.perf_counter() - t)
-    con.close()
-    return best, rows
+# ---------------------------------------------------------------------------
+# Input generation (cached in --dir)
 
 
-def by_hand(files: list[Path]) -> tuple[float, dict]:
-    """(c): a json.loads loop pairing requests and responses by request_id."""
+def _done(path: Path) -> Path:
+    """The marker saying ``path`` was written completely (and holding its facts)."""
+    return path.with_name(path.name + ".done")
+
+
+def _cached(path: Path, make) -> dict:
+    """Run ``make()`` unless ``path`` was completed before; return (and keep) its facts."""
+    marker = _done(path)
+    if marker.exists():
+        return {**json.loads(marker.read_text()), "reused": True}
+    if path.is_dir():
+        shutil.rmtree(path)
+    path.unlink(missing_ok=True)
     t = time.perf_counter()
-    requests: dict[str, dict] = {}
-    tally: Counter = Counter()
-    for p in files:
-        with open(p, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    tally["bad lines"] += 1
-                    continue
-                kind = rec.get("type")
-                if kind == "request":
-                    requests[rec["request_id"]] = rec
-                elif kind == "response":
-                    req = requests.pop(rec.get("request_id"), None)
-                    tally["turns"] += 1
-                    if req is None:
-                        tally["orphan responses"] += 1
-                    if rec.get("error"):
-                        tally["errors"] += 1
-                        if rec["error"].startswith("Provider returned 5") and req and req.get("tool_results_this_turn"):
-                            tally["5xx with tool results"] += 1
-                    elif not rec.get("has_content") and not rec.get("has_tool_calls"):
-                        tally["empty answers"] += 1
-    tally["unanswered"] = len(requests)
-    return time.perf_counter() - t, dict(tally)
+    facts = make() or {}
+    facts["generated_s"] = round(time.perf_counter() - t, 1)
+    marker.write_text(json.dumps(facts))
+    return {**facts, "reused": False}
 
 
-def analyze(args: list[str]) -> tuple[float, float, str]:
-    """Run `analyze` as a user would; return wall seconds, peak RSS in MB, stdout."""
+def _chunk_files(s3: Path) -> list[Path]:
+    """The chunk files in time order (day folder, then the flush time that names them)."""
+    return sorted(s3.rglob("*.jsonl"))
+
+
+def make_chunks(s3: Path, sessions: int) -> dict:
+    """The simulated week as the proxy's S3 chunk files."""
+    from analyzer import simulate
+
+    result = simulate.write_s3_chunks(simulate.simulate_week(seed=SEED, sessions=sessions), s3)
+    return {"records": result.records, "files": len(result.files)}
+
+
+def make_one_file(s3: Path, out: Path) -> dict:
+    """The chunks concatenated in time order; counts lines and the longest line."""
+    lines = longest = 0
+    with open(out, "wb") as dst:
+        for chunk in _chunk_files(s3):
+            with open(chunk, "rb") as src:
+                for line in src:
+                    lines += 1
+                    longest = max(longest, len(line))
+                    dst.write(line)
+    return {"lines": lines, "longest_line": longest}
+
+
+def make_gzip(src: Path, out: Path) -> dict:
+    """The one file gzipped at level 1 (what a log shipper's rotation gives)."""
+    with open(src, "rb") as fin, gzip_module.open(out, "wb", compresslevel=1) as fout:
+        shutil.copyfileobj(fin, fout, 8 * MB)
+    return {}
+
+
+def _dates(s3: Path) -> list[str]:
+    """The day folders of the week plus the day after (records near midnight spill)."""
+    from datetime import date, timedelta
+
+    days = sorted(p.name for p in s3.iterdir() if p.is_dir())
+    last = date.fromisoformat(days[-1]) + timedelta(days=1)
+    return days + [last.isoformat()]
+
+
+def _shift_script(dates: list[str], days: int, suffix: str) -> str:
+    """A sed script shifting every date by ``days`` and suffixing session and request ids.
+
+    Dates are replaced latest first, so a shifted date is never shifted again.
+    """
+    from datetime import date, timedelta
+
+    subs = [f"s/{d}/{(date.fromisoformat(d) + timedelta(days=days)).isoformat()}/g"
+            for d in sorted(dates, reverse=True)]
+    for key in ("session_id", "request_id"):
+        subs.append(f's/"{key}": "([^"]*)"/"{key}": "\\1{suffix}"/g')
+    return "\n".join(subs) + "\n"
+
+
+def _sed(script: str, src: Path, dst, pre: list[str] | None = None) -> None:
+    """``[grep ... |] sed -E`` of ``src`` into the open file ``dst`` (LC_ALL=C: bytes)."""
+    env = {**os.environ, "LC_ALL": "C"}
+    with tempfile.NamedTemporaryFile("w", suffix=".sed", delete=False) as f:
+        f.write(script)
+    try:
+        if pre:
+            grep = subprocess.Popen([*pre, str(src)], stdout=subprocess.PIPE, env=env)
+            subprocess.run(["sed", "-E", "-f", f.name], stdin=grep.stdout, stdout=dst, env=env, check=True)
+            grep.stdout.close()
+            if grep.wait() not in (0, 1):
+                raise RuntimeError("grep failed")
+        else:
+            subprocess.run(["sed", "-E", "-f", f.name, str(src)], stdout=dst, env=env, check=True)
+    finally:
+        os.unlink(f.name)
+
+
+def make_three_weeks(s3: Path, one: Path, out: Path) -> dict:
+    """Three weeks in one file: the week, then it shifted by +7 and by +14 days."""
+    dates = _dates(s3)
+    with open(out, "wb") as dst:
+        with open(one, "rb") as src:
+            shutil.copyfileobj(src, dst, 8 * MB)
+        dst.flush()
+        for days, suffix in ((7, "-w2"), (14, "-w3")):
+            _sed(_shift_script(dates, days, suffix), one, dst)
+            dst.flush()
+    return {}
+
+
+def make_extra_day(s3: Path, one: Path, out: Path) -> dict:
+    """The week's first day shifted by +21 days: a new day for a month-sized database."""
+    dates = _dates(s3)
+    with open(out, "wb") as dst:
+        _sed(_shift_script(dates[:1], 21, "-w4"), one, dst,
+             pre=["grep", "-F", f'"timestamp": "{dates[0]}T'])
+    return {}
+
+
+def _lines(path: Path) -> int:
+    """Newlines in ``path``, counted in blocks."""
+    with open(path, "rb") as f:
+        return sum(block.count(b"\n") for block in iter(lambda: f.read(8 * MB), b""))
+
+
+def generate(base: Path, sessions: int) -> dict:
+    """Write (or reuse) every form of the week under ``base/week-<sessions>``; return their facts."""
+    week = base / f"week-{sessions}"
+    week.mkdir(parents=True, exist_ok=True)
+    s3, one = week / "s3", week / "week.jsonl"
+    forms = {"s3": s3, "one": one, "gzip": week / "week.jsonl.gz",
+             "three": week / "week3x.jsonl", "day": week / "day.jsonl"}
+    steps = {
+        "s3": lambda: make_chunks(s3, sessions),
+        "one": lambda: make_one_file(s3, one),
+        "gzip": lambda: make_gzip(one, forms["gzip"]),
+        "three": lambda: make_three_weeks(s3, one, forms["three"]),
+        "day": lambda: make_extra_day(s3, one, forms["day"]),
+    }
+    facts: dict = {"sessions": sessions, "dir": str(week)}
+    for name, make in steps.items():
+        say(f"input: {name}")
+        facts[name] = _cached(forms[name], make)
+        path = forms[name]
+        facts[name]["path"] = str(path)
+        facts[name]["bytes"] = (sum(p.stat().st_size for p in _chunk_files(path)) if path.is_dir()
+                                else path.stat().st_size)
+    for name in ("three", "day"):
+        if "lines" not in facts[name]:
+            facts[name]["lines"] = _lines(forms[name])
+            _done(forms[name]).write_text(json.dumps({k: v for k, v in facts[name].items()
+                                                      if k not in ("reused", "path", "bytes")}))
+    return facts
+
+
+# ---------------------------------------------------------------------------
+# Measuring a child process
+
+
+def measure(argv: list[str], cwd: Path) -> dict:
+    """Run ``python argv`` in ``cwd``; return wall seconds, its peak RSS (MB) and stdout.
+
+    ``cwd`` is outside every source tree, so ``-m analyzer.cli`` imports the analyzer
+    that PYTHONPATH names (Python puts the working directory first on ``sys.path``).
+    """
     with tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=err, cwd=cwd)
         out = proc.stdout.read()
-        # wait4 reports this child's own peak RSS (Linux: kilobytes).
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS (Linux: KB)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode:
             err.seek(0)
-            raise SystemExit(f"analyze failed ({proc.returncode}): {err.read()[-2000:].decode()}")
-    return wall, usage.ru_maxrss / 1024, out.decode()
+            tail = err.read()[-1500:].decode(errors="replace")
+            raise RuntimeError(f"`{' '.join(argv[:3])} ...` exited {proc.returncode}: {tail}")
+    return {"wall_s": wall, "rss_mb": usage.ru_maxrss / 1024, "stdout": out.decode()}
 
 
-def phases(directory: Path) -> dict[str, float]:
-    """(e): where (a)'s time goes, run in-process on a fresh database."""
-    from analyzer import db as dbmod, ingestion
+def analyze(inputs: list[str], db: Path, cwd: Path) -> dict:
+    """`analyze INPUTS --db DB --json` as a user runs it: wall, peak RSS, what it stored."""
+    run = measure(["-m", "analyzer.cli", *inputs, "--db", str(db), "--json"], cwd)
+    summary = json.loads(run.pop("stdout"))
+    ingest = summary.get("ingest", {})
+    return {**run, "new_records": ingest.get("new_records"), "files_ingested": ingest.get("files_ingested"),
+            "files_unchanged": ingest.get("files_unchanged"), "turns": summary.get("turns"),
+            "quarantined": summary.get("quarantined_lines"),
+            "db_mb": db.stat().st_size / MB if db.exists() else None}
+
+
+def child(name: str, *args: str, cwd: Path) -> dict:
+    """Run one of this script's ``--child`` measurements in a fresh process."""
+    run = measure([str(Path(__file__).resolve()), "--child", name, *args], cwd)
+    return {**json.loads(run.pop("stdout")), **run}
+
+
+def fresh(path: Path) -> Path:
+    """``path`` with any database (and WAL) left there removed."""
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# What the children measure (run with --child NAME)
+
+
+def child_floor(path: str, glob: str, max_object: str) -> dict:
+    """DuckDB alone: read_ndjson of the classifier's fields, aggregated; best of two."""
+    import duckdb
+
+    con = duckdb.connect()
+    cols = ", ".join(f"'{k}': '{v}'" for k, v in FLOOR_COLUMNS.items())
+    out = {}
+    for label, source in (("one_file_s", path), ("chunks_s", glob)):
+        sql = f"""
+            SELECT type, count(*), count(error), count(*) FILTER (WHERE NOT has_content AND NOT has_tool_calls),
+                   count(DISTINCT request_id), count(DISTINCT session_id), sum(tokens.completion_tokens)
+            FROM read_ndjson(?, columns = {{{cols}}}, ignore_errors = true, maximum_object_size = {int(max_object)})
+            GROUP BY type ORDER BY type
+        """
+        best = float("inf")
+        for _ in range(2):  # the first also warms the page cache
+            t = time.perf_counter()
+            rows = con.execute(sql, [source]).fetchall()
+            best = min(best, time.perf_counter() - t)
+        out[label] = best
+        out[label.replace("_s", "_rows")] = sum(r[1] for r in rows)
+    return out
+
+
+def child_store(path: str, db: str, max_line: str) -> dict:
+    """DuckDB alone: one INSERT ... SELECT of the typed hot columns plus the raw line (zstd).
+
+    Lines come from DuckDB's CSV reader (one VARCHAR column, a delimiter JSON never
+    holds), into a fresh database file at DuckDB's default memory limit, then CHECKPOINT.
+    """
+    import duckdb
+
+    from analyzer.ingestion import _HOT_COLUMNS, RECORD_STRUCT
+
+    struct = json.dumps(RECORD_STRUCT).replace("'", "''")
+    source = f"""
+        SELECT {_HOT_COLUMNS}, line AS raw
+        FROM (SELECT line, j, try_cast(j.timestamp AS TIMESTAMPTZ)::TIMESTAMP AS ts
+              FROM (SELECT line, try(json_transform(line, '{struct}')) AS j
+                    FROM read_csv(?, columns = {{'line': 'VARCHAR'}}, header = false, delim = '\x01',
+                                  quote = '', escape = '', auto_detect = false,
+                                  max_line_size = {int(max_line)})))
+    """
+    con = duckdb.connect(db)
+    con.execute("SET TimeZone = 'UTC'")  # as analyzer.db.connect: the TIMESTAMPTZ cast is UTC
+    columns = con.execute(f"DESCRIBE {source}", [path]).fetchall()
+    ddl = ", ".join(f'"{c[0]}" {c[1]}' for c in columns if c[0] != "raw")
+    con.execute(f"CREATE TABLE store ({ddl}, raw VARCHAR USING COMPRESSION zstd)")
+    t = time.perf_counter()
+    con.execute(f"INSERT INTO store {source}", [path])
+    con.execute("CHECKPOINT")
+    seconds = time.perf_counter() - t
+    rows = con.execute("SELECT count(*) FROM store").fetchall()[0][0]
+    con.close()
+    return {"store_s": seconds, "rows": rows, "db_mb": os.path.getsize(db) / MB}
+
+
+def child_stdlib(path: str) -> dict:
+    """What an operator writes by hand: json.loads every line, pair requests and responses."""
+    t = time.perf_counter()
+    requests: dict[str, dict] = {}
+    tally: Counter = Counter()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                tally["bad lines"] += 1
+                continue
+            kind = rec.get("type")
+            if kind == "request":
+                requests[rec.get("request_id")] = rec
+            elif kind == "response":
+                req = requests.pop(rec.get("request_id"), None)
+                tally["turns"] += 1
+                if req is None:
+                    tally["orphan responses"] += 1
+                if rec.get("error"):
+                    tally["errors"] += 1
+                    if str(rec["error"]).startswith("Provider returned 5") and req and req.get("tool_results_this_turn"):
+                        tally["5xx with tool results"] += 1
+                elif not rec.get("has_content") and not rec.get("has_tool_calls"):
+                    tally["empty answers"] += 1
+    tally["unanswered"] = len(requests)
+    return {"loop_s": time.perf_counter() - t, "tally": dict(tally)}
+
+
+def child_phases(path: str, db: str) -> dict:
+    """`analyze`'s phases in one process on a fresh database: ingest, classify, summary."""
+    from analyzer.db import connect
+    from analyzer.ingestion import ingest
     from analyzer.summary import build_summary
     from analyzer.turns import refresh_turns
 
-    path = directory / "phases.duckdb"
-    for p in (path, Path(str(path) + ".wal")):
-        p.unlink(missing_ok=True)
-    con = dbmod.connect(path)
-    spent: dict[str, float] = {}
-
-    class Timed:
-        """Adds up DuckDB time per kind of statement."""
-
-        def __init__(self, inner):
-            self.inner = inner
-
-        def execute(self, sql, *args):
-            t = time.perf_counter()
-            result = self.inner.execute(sql, *args)
-            head = sql.strip().split("\n")[0]
-            kind = ("parse every line (stage)" if "TEMP TABLE stage" in head
-                    else "store records" if "INSERT INTO records" in head
-                    else "commit (write to disk)" if head == "COMMIT" else "other ingest statements")
-            spent[kind] = spent.get(kind, 0.0) + time.perf_counter() - t
-            return result
-
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
-
+    out = {}
     t = time.perf_counter()
-    ingestion.ingest(Timed(con), [str(directory / "s3")])
-    spent["ingest in all"] = time.perf_counter() - t
+    con = connect(db)
+    out["connect_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    report = ingest(con, [path])
+    out["ingest_s"] = time.perf_counter() - t
     t = time.perf_counter()
     refresh_turns(con)
-    spent["classify (labels + turns table)"] = time.perf_counter() - t
+    out["classify_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    build_summary(con)
-    spent["summary"] = time.perf_counter() - t
+    summary = build_summary(con)
+    out["summary_s"] = time.perf_counter() - t
     con.close()
-    return spent
+    out.update(new_records=report.new_records, turns=summary.get("turns"))
+    return out
 
 
-def storage_cost(directory: Path) -> tuple[float, float]:
-    """(f): what keeping `raw` costs: CREATE TABLE AS of the typed columns, without and with it."""
-    from analyzer.ingestion import RECORD_STRUCT, _HOT_COLUMNS, _candidates_sql
-    from analyzer.sources import discover
+CHILDREN = {"floor": child_floor, "store": child_store, "stdlib": child_stdlib, "phases": child_phases}
 
-    files = [f.path for f in discover([str(directory / "s3")])]
-    struct = json.dumps(RECORD_STRUCT).replace("'", "''")
-    out = []
-    for with_raw in (False, True):
-        path = directory / "ctas.duckdb"
-        for p in (path, Path(str(path) + ".wal")):
-            p.unlink(missing_ok=True)
-        con = duckdb.connect(str(path))
-        con.execute("SET memory_limit = '1GB'")
-        raw = ", candidate AS raw" if with_raw else ""
-        t = time.perf_counter()
-        con.execute(f"""CREATE TABLE r AS SELECT {_HOT_COLUMNS} {raw}
-                        FROM (SELECT candidate, try(json_transform(candidate, '{struct}')) AS j
-                              FROM ({_candidates_sql('jsonl', 'lines')}))""", {"files": files})
-        con.execute("CHECKPOINT")
-        out.append(time.perf_counter() - t)
-        con.close()
-    return out[0], out[1]
+
+# ---------------------------------------------------------------------------
+# The rows (run in the parent; each measures children)
+
+
+class Bench:
+    """One run: the inputs, a scratch folder for databases, and the figures so far."""
+
+    def __init__(self, facts: dict, run_dir: Path, quick: bool):
+        self.facts = facts
+        self.run = run_dir
+        self.quick = quick
+        self.rows: dict[str, dict] = {}
+        self.one = facts["one"]["path"]
+        self.s3 = facts["s3"]["path"]
+        self.max_line = max(16 * MB, 2 * facts["one"]["longest_line"])
+
+    def floor(self) -> dict:
+        """DuckDB alone reading and aggregating the one file, then the chunk glob."""
+        return child("floor", self.one, str(Path(self.s3) / "*" / "*.jsonl"), str(self.max_line), cwd=self.run)
+
+    def store(self) -> dict:
+        """DuckDB alone storing typed columns plus the raw line, one INSERT, on the one file."""
+        return child("store", self.one, str(fresh(self.run / "store.duckdb")), str(self.max_line), cwd=self.run)
+
+    def stdlib(self) -> dict:
+        """The stdlib json.loads loop on the one file."""
+        return child("stdlib", self.one, cwd=self.run)
+
+    def analyze_one(self) -> dict:
+        """`analyze week.jsonl` into a fresh database (kept for the report row)."""
+        return analyze([self.one], fresh(self.run / "one.duckdb"), self.run)
+
+    def analyze_chunks(self) -> dict:
+        """`analyze s3/` (the chunk folder) into a fresh database (kept for the no-op row)."""
+        return analyze([self.s3], fresh(self.run / "chunks.duckdb"), self.run)
+
+    def analyze_gzip(self) -> dict:
+        """`analyze week.jsonl.gz` into a fresh database."""
+        out = analyze([self.facts["gzip"]["path"]], fresh(self.run / "gzip.duckdb"), self.run)
+        fresh(self.run / "gzip.duckdb")
+        return out
+
+    def analyze_3x(self) -> dict:
+        """`analyze week3x.jsonl` (three weeks, one file) into a fresh database (kept)."""
+        return analyze([self.facts["three"]["path"]], fresh(self.run / "three.duckdb"), self.run)
+
+    def phases(self) -> dict:
+        """Where `analyze week.jsonl`'s time goes, in-process on a fresh database."""
+        out = child("phases", self.one, str(fresh(self.run / "phases.duckdb")), cwd=self.run)
+        fresh(self.run / "phases.duckdb")
+        return out
+
+    def incremental(self) -> dict:
+        """The extra day into an empty database, then into the 3x database."""
+        day = self.facts["day"]["path"]
+        empty = analyze([day], fresh(self.run / "day.duckdb"), self.run)
+        fresh(self.run / "day.duckdb")
+        month = analyze([day], self.run / "three.duckdb", self.run)
+        return {"empty": empty, "into_3x": month, "ratio": month["wall_s"] / empty["wall_s"]}
+
+    def noop(self) -> dict:
+        """`analyze s3/` again on its own database: nothing new to read."""
+        out = analyze([self.s3], self.run / "chunks.duckdb", self.run)
+        out["startup_s"] = measure(["-m", "analyzer.cli", "--help"], self.run)["wall_s"]
+        return out
+
+    def report(self) -> dict:
+        """`analyze report` from the one-file database."""
+        run = measure(["-m", "analyzer.cli", "report", "--db", str(self.run / "one.duckdb"),
+                       "-o", str(self.run / "report.html")], self.run)
+        run.pop("stdout")
+        run["html_mb"] = (self.run / "report.html").stat().st_size / MB
+        run["turns"] = self.rows.get("analyze-one", {}).get("turns")
+        return run
+
+    def metrics(self) -> dict:
+        """benchmarks/metrics.py's run(), when another branch has put it here."""
+        path = HERE / "metrics.py"
+        if not path.exists():
+            return {"absent": "benchmarks/metrics.py not present"}
+        spec = importlib.util.spec_from_file_location("bench_metrics", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if not callable(getattr(module, "run", None)):
+            return {"absent": "benchmarks/metrics.py has no run()"}
+        params = inspect.signature(module.run).parameters
+        kwargs = {}
+        if "data_dir" in params:
+            kwargs["data_dir"] = Path(self.facts["dir"]).parent / "metrics"
+        if "scrape_bytes" in params and self.quick:
+            kwargs["scrape_bytes"] = 100 * MB
+        with tempfile.TemporaryDirectory(dir=self.run) as tmp:
+            rows = module.run(tmp, **kwargs)
+        out = {"rows": [{"label": r[0], "seconds": r[1], "rss_mb": r[2] / MB} for r in rows]}
+        plain = [r for r in out["rows"] if "no metrics" in r["label"]]
+        loaded = [r for r in out["rows"] if "--metrics" in r["label"]]
+        if plain and loaded:
+            out["extra_s"] = loaded[0]["seconds"] - plain[0]["seconds"]
+        return out
+
+    def run_rows(self, names: list[str]) -> None:
+        """Run the chosen rows in order; a failing row is recorded, the others still run."""
+        for name in names:
+            say(f"row: {name}")
+            need = NEEDS.get(name)
+            if need and "error" in self.rows.get(need, {}):
+                self.rows[name] = {"error": f"not run: it needs the database of {need}, which failed"}
+                continue
+            try:
+                self.rows[name] = getattr(self, name.replace("-", "_"))()
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - metrics.py exits on a failed child: report it, go on
+                self.rows[name] = {"error": f"{type(exc).__name__}: {exc}"}
+
+
+# ---------------------------------------------------------------------------
+# Targets and printing
+
+
+def _get(rows: dict, *keys):
+    """``rows[k1][k2]...`` or None when a row did not run or failed."""
+    value = rows
+    for k in keys:
+        if not isinstance(value, dict) or k not in value:
+            return None
+        value = value[k]
+    return value
+
+
+def targets(rows: dict) -> list[dict]:
+    """Issue 10's targets, each with this run's figure and whether it is met."""
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    one, store = _get(rows, "analyze-one", "wall_s"), _get(rows, "store", "store_s")
+    chunks, floor = _get(rows, "analyze-chunks", "wall_s"), _get(rows, "floor", "chunks_s")
+    rss = {name: rows[name]["rss_mb"] for name in ("analyze-one", "analyze-chunks", "analyze-gzip", "analyze-3x")
+           if _get(rows, name, "rss_mb") is not None}
+    for key in ("empty", "into_3x"):
+        if _get(rows, "incremental", key, "rss_mb") is not None:
+            rss[f"incremental {key}"] = rows["incremental"][key]["rss_mb"]
+    for name in ("noop", "report"):
+        if _get(rows, name, "rss_mb") is not None:
+            rss[name] = rows[name]["rss_mb"]
+    for m in _get(rows, "metrics", "rows") or []:
+        if m["label"].startswith("analyze"):
+            rss[f"metrics: {m['label']}"] = m["rss_mb"]
+    worst = max(rss, key=rss.get) if rss else None
+    out = [
+        {"target": "analyze / store, one file", "figure": ratio(one, store), "unit": "x", "limit": 2.0,
+         "note": "goal 1.3"},
+        {"target": "analyze / floor, chunks", "figure": ratio(chunks, floor), "unit": "x", "limit": 3.0},
+        {"target": "no-op re-run, chunks", "figure": _get(rows, "noop", "wall_s"), "unit": "s", "limit": 0.5,
+         "strict": True},
+        {"target": "peak RSS, every analyze run", "figure": rss[worst] if worst else None, "unit": "MB",
+         "limit": GB_RSS, "note": f"worst: {worst}" if worst else ""},
+        {"target": "day into 3x db / into empty db", "figure": _get(rows, "incremental", "ratio"), "unit": "x",
+         "limit": 2.0},
+        {"target": "report render", "figure": _get(rows, "report", "wall_s"), "unit": "s", "limit": 30.0,
+         "strict": True, "note": f"{rows['report']['turns']:,} turns" if _get(rows, "report", "turns") else ""},
+        {"target": "metrics, extra seconds", "figure": _get(rows, "metrics", "extra_s"), "unit": "s", "limit": 3.0,
+         "strict": True},
+    ]
+    for t in out:
+        f = t["figure"]
+        t["verdict"] = ("n/a" if f is None else
+                        "PASS" if (f < t["limit"] if t.get("strict") else f <= t["limit"]) else "MISS")
+    return out
+
+
+def _analyzer_identity() -> dict:
+    """Which analyzer the children import (PYTHONPATH decides) and its git commit."""
+    code = "import analyzer, os; print(os.path.dirname(os.path.abspath(analyzer.__file__)))"
+    where = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=tempfile.gettempdir()).stdout.strip()
+    head = subprocess.run(["git", "-C", where, "log", "-1", "--format=%h %s"], capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--", ".."], capture_output=True,
+                           text=True).stdout.strip()
+    head = head or "not a git checkout"
+    import duckdb
+
+    return {"path": where, "commit": head + (" (+ uncommitted changes)" if dirty else ""),
+            "duckdb": duckdb.__version__, "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
+def _s(x) -> str:
+    """Seconds in a fixed width (a dash when missing)."""
+    return "      -" if x is None else f"{x:7.2f}"
+
+
+def _mb(x) -> str:
+    """Megabytes in a fixed width (blank when missing)."""
+    return "" if x is None else f"{x:7,.0f} MB"
+
+
+def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None:
+    """The human-readable report of one run."""
+    p = print
+    p(f"analyzer under test: {ident['path']}  [{ident['commit']}]")
+    if "changed_during_run" in ident:
+        p(f"WARNING: the analyzer changed during the run, to [{ident['changed_during_run']}]: "
+          "rows ran on different versions")
+    p(f"duckdb {ident['duckdb']}, python {ident['python']}, {ident['cpus']} cpus (shared)")
+    s3, one = facts["s3"], facts["one"]
+    p(f"input ({facts['dir']}): simulate_week(seed={SEED}, sessions={facts['sessions']:,})")
+    p(f"  S3 chunks   {s3['files']:>7,} files  {s3['bytes'] / 1e9:6.2f} GB  {s3['records']:>10,} records")
+    p(f"  one file    {1:>7,} file   {one['bytes'] / 1e9:6.2f} GB  {one['lines']:>10,} lines, "
+      f"longest {one['longest_line'] / 1024:,.0f} KB")
+    p(f"  gzip -1     {1:>7,} file   {facts['gzip']['bytes'] / 1e9:6.2f} GB")
+    p(f"  3x file     {1:>7,} file   {facts['three']['bytes'] / 1e9:6.2f} GB  {facts['three']['lines']:>10,} lines")
+    p(f"  extra day   {1:>7,} file   {facts['day']['bytes'] / 1e9:6.2f} GB  {facts['day']['lines']:>10,} lines")
+    made = {k: facts[k].get("generated_s") for k in ("s3", "one", "gzip", "three", "day")}
+    p("  generation: " + ", ".join(f"{k} {'reused' if facts[k]['reused'] else f'{v:.0f} s'}"
+                                   for k, v in made.items()))
+    p()
+    p(f"{'row':52} {'seconds':>7} {'peak RSS':>10}")
+
+    def line(label, seconds, rss=None, extra=""):
+        p(f"{label:52} {_s(seconds)} {_mb(rss):>10}  {extra}".rstrip())
+
+    def failed(name):
+        if "error" in rows.get(name, {}):
+            first = rows[name]["error"].strip().splitlines()[0]  # the whole text is in --json
+            p(f"{name:52} FAILED: {first[:300]}")
+            return True
+        return name not in rows
+
+    if not failed("floor"):
+        r = rows["floor"]
+        line("floor: DuckDB read_ndjson + aggregate, one file", r["one_file_s"], None, "best of 2")
+        line("floor: DuckDB read_ndjson + aggregate, chunk glob", r["chunks_s"], r["rss_mb"], "best of 2")
+    if not failed("store"):
+        r = rows["store"]
+        line("store: INSERT..SELECT typed + raw zstd, CHECKPOINT", r["store_s"], r["rss_mb"],
+             f"{r['rows']:,} rows, {r['db_mb']:,.0f} MB db")
+    if not failed("stdlib"):
+        r = rows["stdlib"]
+        line("stdlib json.loads loop pairing, one file", r["loop_s"], r["rss_mb"],
+             f"{r['tally'].get('turns', 0):,} turns")
+    for name, label in (("analyze-one", "one file"), ("analyze-chunks", "chunk folder"),
+                        ("analyze-gzip", "gzip file"), ("analyze-3x", "3x file")):
+        if not failed(name):
+            r = rows[name]
+            line(f"analyze end to end, {label}", r["wall_s"], r["rss_mb"],
+                 f"{r['new_records'] or 0:,} records, {r['turns'] or 0:,} turns, "
+                 f"{r['quarantined'] or 0:,} quarantined, {r['db_mb'] or 0:,.0f} MB db")
+    if not failed("phases"):
+        r = rows["phases"]
+        line("phases (in-process, one file): ingest", r["ingest_s"], r["rss_mb"], "RSS: the whole process")
+        line("phases: classify (refresh_turns)", r["classify_s"])
+        line("phases: summary (build_summary)", r["summary_s"])
+        line("phases: connect + migrations", r["connect_s"])
+    if not failed("incremental"):
+        r = rows["incremental"]
+        line("incremental: extra day into an empty db", r["empty"]["wall_s"], r["empty"]["rss_mb"],
+             f"{r['empty']['new_records'] or 0:,} records")
+        line("incremental: extra day into the 3x db", r["into_3x"]["wall_s"], r["into_3x"]["rss_mb"],
+             f"ratio {r['ratio']:.2f}x, {r['into_3x']['turns'] or 0:,} turns in the db")
+    if not failed("noop"):
+        r = rows["noop"]
+        line("no-op re-run, chunk folder", r["wall_s"], r["rss_mb"],
+             f"{r['files_unchanged'] or 0:,} files unchanged; `analyze --help` alone {r['startup_s']:.2f} s")
+    if not failed("report"):
+        r = rows["report"]
+        line("report render (analyze report), one-file db", r["wall_s"], r["rss_mb"],
+             f"{r['turns'] or 0:,} turns, {r['html_mb']:.1f} MB html")
+    if not failed("metrics"):
+        r = rows["metrics"]
+        if "absent" in r:
+            p(f"metrics: {r['absent']}")
+        else:
+            for m in r["rows"]:
+                line(f"metrics: {m['label']}"[:52], m["seconds"], m["rss_mb"])
+    p()
+    p("targets (figures from this run)")
+    for t in checks:
+        fig = "      -" if t["figure"] is None else (f"{t['figure']:7,.0f}" if t["unit"] == "MB" else f"{t['figure']:7.2f}")
+        op = "<" if t.get("strict") else "<="
+        limit = f"{t['limit']:,.0f}" if t["unit"] == "MB" else f"{t['limit']:g}"
+        p(f"  {t['target']:36} {fig} {t['unit']:2}  {op} {limit:>5} {t['unit']:2}  {t['verdict']:4}  {t.get('note', '')}"
+          .rstrip())
+
+
+def parse_rows(text: str | None) -> list[str]:
+    """The rows to run, in run order, with the rows they need."""
+    if not text:
+        return list(ROWS)
+    wanted = {r.strip() for r in text.split(",") if r.strip()}
+    unknown = wanted - set(ROWS)
+    if unknown:
+        raise SystemExit(f"unknown row(s): {', '.join(sorted(unknown))}; choose from {', '.join(ROWS)}")
+    wanted |= {NEEDS[r] for r in wanted if r in NEEDS}
+    return [r for r in ROWS if r in wanted]
 
 
 def main() -> None:
-    """Generate (or reuse) the week, run (a)-(d), print the figures and ratios."""
+    """Generate (or reuse) the inputs, run the rows, print figures and targets."""
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sessions", type=int, default=50_000, help="sessions to simulate (50,000 ≈ 800k records)")
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"), help="where the synthetic week lives")
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"),
+                    help="where the generated inputs are kept and reused (default: %(default)s)")
+    ap.add_argument("--sessions", type=int, help=f"sessions to simulate (default {FULL_SESSIONS:,}; "
+                                                 f"--quick: {QUICK_SESSIONS:,})")
+    ap.add_argument("--quick", action="store_true", help="a ~0.1x week, for a fast sanity run")
+    ap.add_argument("--rows", help=f"comma-separated subset of: {','.join(ROWS)}")
+    ap.add_argument("--json", action="store_true", help="print every figure as JSON on stdout")
     opts = ap.parse_args()
+    names = parse_rows(opts.rows)
+    sessions = opts.sessions or (QUICK_SESSIONS if opts.quick else FULL_SESSIONS)
 
-    n_files, size, lines = generate(opts.dir, opts.sessions)
-    files = sorted((opts.dir / "s3").rglob("*.jsonl"))
-    print(f"input: {n_files:,} S3 chunk files, {size / 1e9:.2f} GB, {lines:,} lines")
-
-    tb, floor_rows = floor(str(opts.dir / "s3" / "**" / "*.jsonl"))
-    print(f"(b) floor, DuckDB read_ndjson + aggregate:   {tb:7.2f} s")
-
-    db = opts.dir / "bench.duckdb"
-    for p in (db, Path(str(db) + ".wal")):
-        p.unlink(missing_ok=True)
-    ta, peak, out = analyze([str(opts.dir / "s3"), "--db", str(db), "--json"])
-    summary = json.loads(out)
-    print(f"(a) analyze end to end, fresh database:      {ta:7.2f} s   peak RSS {peak:,.0f} MB")
-    tc, tally = by_hand(files)
-    print(f"(c) stdlib json.loads loop:                  {tc:7.2f} s")
-    td, _, _ = analyze([str(opts.dir / "s3"), "--db", str(db), "--json"])
-    print(f"(d) analyze again, no new files:             {td:7.2f} s")
-
-    spent = phases(opts.dir)
-    typed, with_raw = storage_cost(opts.dir)
-    print("(e) where (a)'s time goes (in-process, fresh database):")
-    for kind, seconds in spent.items():
-        print(f"      {kind:36s} {seconds:7.2f} s")
-    print(f"(f) CREATE TABLE AS, typed columns only:      {typed:7.2f} s   ({typed / tb:.1f}x floor)")
-    print(f"    CREATE TABLE AS, typed columns + raw:     {with_raw:7.2f} s   ({with_raw / tb:.1f}x floor)")
-
-    db_size = db.stat().st_size
-    print()
-    print(f"records stored {summary['ingest']['new_records']:,}, turns {summary['turns']:,}, "
-          f"quarantined {summary['quarantined_lines']:,}; database {db_size / 1e6:,.0f} MB "
-          f"({db_size / size:.0%} of the logs)")
-    print(f"(a)/(b) = {ta / tb:5.2f}   target <= 4")
-    print(f"(c)/(a) = {tc / ta:5.2f}   target >= 2")
-    print(f"peak    = {peak:5.0f} MB target < 1536 MB")
-    print(f"(d)     = {td:5.2f} s  target < 1 s")
-    print(f"by hand tallied: {tally}")
+    ident = _analyzer_identity()
+    facts = generate(opts.dir, sessions)
+    run_dir = opts.dir / f"run-{os.getpid()}"
+    run_dir.mkdir(parents=True)
+    try:
+        bench = Bench(facts, run_dir, opts.quick)
+        bench.run_rows(names)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    checks = targets(bench.rows)
+    after = _analyzer_identity()
+    if after["commit"] != ident["commit"]:  # a tree edited mid-run gives figures of two versions
+        ident["changed_during_run"] = after["commit"]
+    if opts.json:
+        print(json.dumps({"analyzer": ident, "input": facts, "rows": bench.rows, "targets": checks}, indent=2))
+    else:
+        print_text(ident, facts, bench.rows, checks)
 
 
 if __name__ == "__main__":
