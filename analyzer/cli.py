@@ -63,9 +63,9 @@ def run_cmd(
     prometheus: Optional[str] = typer.Option(None, "--prometheus", metavar="URL", help="Prometheus base URL: query up and the vLLM series over --since/--until [default: the logs' time range]."),
     model_map: Optional[List[str]] = typer.Option(None, "--model-map", metavar="LOG=METRIC", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
     fail_on: Optional[List[str]] = typer.Option(None, "--fail-on", metavar="METRIC>N[%]", help="Exit 7 after the summary when a threshold is crossed, e.g. 'tool-history-5xx>2%' or 'wedged-pod>0' (repeatable, or comma-separated)."),
-    caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
-    prometheus_selector: Optional[str] = typer.Option(None, "--prometheus-selector", help='Label matchers added to every Prometheus query, e.g. namespace="llm",job="vllm".'),
-    prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", help="Total time one Prometheus query may take, reading included."),
+    caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", metavar="SECONDS", help="Seconds the callers wait; an ok answer slower than this is late-200 (stored) [default: the stored value, else 300]."),
+    prometheus_selector: Optional[str] = typer.Option(None, "--prometheus-selector", metavar="MATCHERS", help='Label matchers added to every Prometheus query, e.g. namespace="llm",job="vllm".'),
+    prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
     from .oncall import check_fail_on, parse_fail_on

@@ -256,12 +256,14 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
     if not episodes:
         return
     pods = [terminal_text(e["pod"] or "?") for e in episodes]
-    table = _episode_table(episodes, pods)
-    excess = out.measure(table, options=out.options.update_width(10_000)).maximum - out.width
+    # Measured without the corroboration text, which wraps: only the names decide
+    # whether the pods' common prefix must go.
+    excess = out.measure(_episode_table(episodes, pods, evidence=False),
+                         options=out.options.update_width(10_000)).maximum - out.width
     prefix = ""
     if excess > 0:
         prefix, pods = elide_common_prefix(pods, max(len(p) for p in pods) - excess)
-        table = _episode_table(episodes, pods)
+    table = _episode_table(episodes, pods)
     if table.row_count:
         out.print(table)
         if prefix:
@@ -269,18 +271,21 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
     print_sleeping(episodes, out)
 
 
-def _episode_table(episodes: list[dict[str, Any]], pods: list[str]) -> Table:
+def _episode_table(episodes: list[dict[str, Any]], pods: list[str], evidence: bool = True) -> Table:
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
-                         ("duration", "right"), ("failed turns", "right"), ("corroboration", "left")):
-        t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model") else "ellipsis")
+                         ("duration", "right"), ("failed turns", "right"), ("corroboration", "left"))[:7 if evidence else 6]:
+        t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model", "corroboration") else "ellipsis",
+                     ratio=1 if col == "corroboration" else None)
     for e, pod in zip(episodes, pods):
         if e["kind"] == "sleeping":
             continue
-        evidence = (e.get("corroboration") or {}).get("text", "")
-        t.add_row(escape(pod), _t(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
-                  _duration(e["duration_s"]), f"{e['failed_turns']:,}", _t(evidence))
+        cells = [escape(pod), _t(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
+                 _duration(e["duration_s"]), f"{e['failed_turns']:,}"]
+        if evidence:
+            cells.append(_t((e.get("corroboration") or {}).get("text", "")))
+        t.add_row(*cells)
     return t
 
 
