@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import signal
@@ -16,8 +15,7 @@ import pytest
 
 from analyzer.db import connect
 from analyzer.errors import InputError
-from analyzer.ingestion import ingest
-from analyzer.turns import refresh_turns
+from tests.support.ingesting import run
 from tests.support.records import (
     NAKED_500,
     NAKED_500_HEADERS,
@@ -50,16 +48,6 @@ def _count(con, sql: str, params=None) -> int:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "analyzer.duckdb"
-
-
-def run(db: Path, inputs: list, **kw):
-    con = connect(db)
-    try:
-        report = ingest(con, [str(i) for i in inputs], **kw)
-        refresh_turns(con)
-        return report
-    finally:
-        con.close()
 
 
 def test_s3_jsonl_and_kubectl_copies_count_once(tmp_path, db):

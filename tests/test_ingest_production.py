@@ -20,6 +20,7 @@ import pytest
 from analyzer.db import connect
 from analyzer.ingestion import ingest
 from analyzer.turns import refresh_turns
+from tests.support.ingesting import run
 from tests.support.records import (
     NAKED_500,
     TOOL_CALL,
@@ -41,16 +42,6 @@ def _pairs(n: int, start: float = 0.0, session: str = "s-1", prefix: int = 0xb00
         recs.append(request(rid, at(start + i), session=session, tool_results=TOOL_RESULT if i else None))
         recs.append(response_ok(rid, at(start + i + 0.01), content="answer", session=session))
     return recs
-
-
-def run(db: Path, inputs: list, **kw):
-    con = connect(db)
-    try:
-        report = ingest(con, [str(i) for i in inputs], **kw)
-        refresh_turns(con)
-        return report
-    finally:
-        con.close()
 
 
 def q(db: Path, sql: str, params=None) -> list[tuple]:
