@@ -92,6 +92,18 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     assert test_command in ci_lines, f".ci/run does not run the README's test command {test_command!r}"
 
 
+def test_the_readme_summary_is_an_excerpt_of_the_sample_summary():
+    """The README's lines of output are docs/sample-summary.md's, in order ("..." marks a cut)."""
+    excerpt = re.search(r"^```text\n(.*?)^```", README, flags=re.M | re.S).group(1).splitlines()
+    whole_doc = (ROOT / "docs" / "sample-summary.md").read_text(encoding="utf-8")
+    whole = re.search(r"^```text\n(.*?)^```", whole_doc, flags=re.M | re.S).group(1).splitlines()
+    i = 0
+    for line in (x for x in excerpt if x != "..."):
+        while i < len(whole) and whole[i] != line:
+            i += 1
+        assert i < len(whole), f"README's summary line is not in docs/sample-summary.md (in order): {line!r}"
+
+
 # ---------------------------------------------------------------------------
 # Links
 
