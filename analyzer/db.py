@@ -516,7 +516,14 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
     except BaseException:
         con.close()
         raise
-    if not read_only:
+    if read_only:
+        from .queries import create_temp_macros
+
+        try:
+            create_temp_macros(con)  # an older database lacks today's macros
+        except duckdb.Error:
+            pass  # not an analyzer database yet (no build_state): the query says what is missing
+    else:
         try:
             migrate(con)
             from .queries import create_views

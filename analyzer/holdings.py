@@ -17,7 +17,9 @@ from typing import Any
 
 import duckdb
 
-#: The wedge window when neither the option nor the database says one.
+#: The wedge window when neither the option nor the database says one. It is also
+#: the counter rules' scrape gap (queries/counter_rules.sql reads the same setting
+#: and default): a hole longer than the window is unknown time.
 DEFAULT_WEDGE_WINDOW_S = 300.0
 _FORMS = {"jsonl": "S3 chunk/JSONL", "kubectl": "kubectl stdout", "parquet": "Parquet"}
 _DAY_DIR = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -119,19 +121,20 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 # The stored wedge window
 
 
-_WEDGE_SETTING = "pod_windows.wedge_window_s"
+#: The setting that keeps the wedge window of the stored pod windows (seconds).
+WEDGE_WINDOW_SETTING = "pod_windows.wedge_window_s"
 
 
 def stored_wedge_window(con: duckdb.DuckDBPyConnection) -> float | None:
     """The wedge window (seconds) the database's pod windows were computed with, or None if never recorded."""
-    row = con.execute("SELECT value FROM settings WHERE name = ?", [_WEDGE_SETTING]).fetchall()
+    row = con.execute("SELECT value FROM settings WHERE name = ?", [WEDGE_WINDOW_SETTING]).fetchall()
     return float(row[0][0]) if row else None
 
 
 def store_wedge_window(con: duckdb.DuckDBPyConnection, seconds: float) -> None:
     """Record ``seconds`` as the wedge window of the stored pod windows (later runs recompute with it)."""
     con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?)",
-                [_WEDGE_SETTING, repr(float(seconds)), datetime.now(timezone.utc).replace(tzinfo=None)])
+                [WEDGE_WINDOW_SETTING, repr(float(seconds)), datetime.now(timezone.utc).replace(tzinfo=None)])
 
 
 def plan_wedge_window(con: duckdb.DuckDBPyConnection, requested_s: float | None, save: bool) -> tuple[float, float | None]:

@@ -63,14 +63,25 @@ def parse_query_file(path: Path) -> QueryFile:
     return QueryFile(kind, name, title, params, " ".join(desc).strip(), text, path)
 
 
+# The parsed files of a directory, kept while none of them changed: the summary
+# and the report run a few dozen questions by name, each resolved here.
+_LOADED: dict[Path, tuple[tuple, dict[str, QueryFile]]] = {}
+
+
 def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
-    """Every query file by name."""
+    """Every query file by name (parsed again only when a file changed)."""
     d = directory or queries_dir()
+    paths = sorted(d.glob("*.sql"))
+    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    cached = _LOADED.get(d)
+    if cached and cached[0] == stamp:
+        return dict(cached[1])
     out = {}
-    for p in sorted(d.glob("*.sql")):
+    for p in paths:
         q = parse_query_file(p)
         out[q.name] = q
-    return out
+    _LOADED[d] = (stamp, out)
+    return dict(out)
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -84,14 +95,8 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     queries = load_queries().values()
     # Views are recreated only when the SQL changed since they were last made (a
     # re-run that changed nothing should not pay for thirty CREATE VIEWs).
-    import hashlib
-
-    signature = hashlib.md5("".join(q.kind + q.name + q.sql for q in queries).encode()).hexdigest()
-    try:
-        known = con.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall()
-    except duckdb.CatalogException:  # build_state comes with migration 003
-        known = []
-    if known and known[0][0] == signature:
+    signature = _signature(queries)
+    if _stored_signature(con) == signature:
         return
     for q in queries:
         if q.kind == "macro":
@@ -122,3 +127,33 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("INSERT OR REPLACE INTO build_state VALUES ('views', ?, now())", [signature])
     except duckdb.CatalogException:
         pass
+
+
+def _signature(queries) -> str:
+    import hashlib
+
+    return hashlib.md5("".join(q.kind + q.name + q.sql for q in queries).encode()).hexdigest()
+
+
+def _stored_signature(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        known = con.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall()
+    except duckdb.CatalogException:  # build_state comes with migration 003
+        known = []
+    return known[0][0] if known else None
+
+
+def create_temp_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """On a read-only connection to a database whose stored SQL is older: today's macros, as TEMP macros.
+
+    The questions call macros (``in_scope``, ``is_glm``, ...) that a database
+    written by an older analyzer does not hold; a read-only connection cannot
+    create them in the database, but it can for itself. Nothing is done when the
+    stored SQL is current.
+    """
+    queries = load_queries().values()
+    if _stored_signature(con) == _signature(queries):
+        return
+    for q in queries:
+        if q.kind == "macro":
+            con.execute(re.sub(r"\bCREATE OR REPLACE MACRO\b", "CREATE OR REPLACE TEMP MACRO", q.sql))

@@ -18,15 +18,7 @@ from typing import Any
 import duckdb
 
 from .online.ladder import TOOL_TRIGGERS
-from .summary import is_glm
-
-def _filter(ts: str = "ts", model: str = "model") -> str:
-    """The summary's model/time filter over the given columns ($models, $since, $until)."""
-    return (f"($models IS NULL OR list_contains($models, {model})) "
-            f"AND ($since IS NULL OR {ts} >= $since) AND ($until IS NULL OR {ts} < $until)")
-
-
-_FILTER = _filter()
+from .sqlrun import ask
 
 
 def wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float] | None:
@@ -45,58 +37,30 @@ def wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float
 
 
 def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict[str, Any]:
-    """The sizing block of the summary, over GLM models (filtered like the summary)."""
-    glm_models = [m for (m,) in con.execute("SELECT DISTINCT model FROM turns").fetchall() if is_glm(m)]
+    """The sizing block of the summary, over GLM models (filtered like the summary).
+
+    ``params``: ``models`` (exact names, None: every model), ``since``, ``until``.
+    Every figure is a question of queries/ (``sizing_*``, ``ladder_baseline_outcomes``).
+    """
+    # Busiest first, as the summary lists the models.
+    glm_models = [m for m, glm, _n in sorted(ask(con, "models_in_scope"), key=lambda r: (-r[2], r[0])) if glm]
     wanted = params.get("models")
     models = [m for m in glm_models if not wanted or m in wanted]
-    p = {**params, "models": models or ["\x00no GLM model\x00"]}
+    p = {"since": params.get("since"), "until": params.get("until"),
+         "models": models or ["\x00no GLM model\x00"]}
 
-    eligible, wedged, by_trigger, late, no_answer = con.execute(
-        f"""SELECT count(*) FILTER (WHERE ladder_trigger IS NOT NULL),
-                   count(*) FILTER (WHERE incident_class IN ('wedged-pod', 'pod-down')),
-                   histogram(ladder_trigger) FILTER (WHERE ladder_trigger IS NOT NULL),
-                   count(*) FILTER (WHERE incident_class = 'late-200'),
-                   count(*) FILTER (WHERE incident_class = 'no-answer-200')
-            FROM turns WHERE {_FILTER}""",
-        p,
-    ).fetchall()[0]
+    (eligible, wedged, by_trigger, late, no_answer, affected) = next(
+        iter(ask(con, "sizing_turns", p)), (0, 0, None, 0, 0, 0))
     deadline = con.execute("SELECT max(CAST(value AS DOUBLE)) FROM settings WHERE name = 'caller_deadline_s'").fetchall()[0][0]
 
     # Sessions lost: GLM tool sessions whose last turn failed for the client.
-    lost = con.execute(
-        f"""WITH s AS (
-                SELECT s.*, t.ladder_trigger AS last_trigger, t.incident_class AS last_incident
-                FROM sessions s
-                JOIN turns t ON t.session_id = s.session_id AND t.turn_index = s.turns
-                WHERE s.tool_session AND {_filter('s.first_ts', 's.model')}
-            )
-            SELECT count(*),
-                   count(*) FILTER (WHERE ended_on_failure),
-                   count(*) FILTER (WHERE ended_on_failure AND last_trigger IS NOT NULL),
-                   count(*) FILTER (WHERE ended_on_failure AND last_incident IN ('wedged-pod', 'pod-down')),
-                   avg(turns) FILTER (WHERE ended_on_failure)
-            FROM s""",
-        p,
-    ).fetchall()[0]
-    tool_sessions, lost_all, lost_eligible, lost_wedged, turns_per_lost = lost
-    lost_by_class = dict(
-        con.execute(
-            f"""SELECT last_class, count(*) FROM sessions
-                WHERE ended_on_failure AND tool_session
-                  AND {_filter('first_ts')}
-                GROUP BY ALL ORDER BY 2 DESC""",
-            p,
-        ).fetchall()
-    )
-    affected = con.execute(
-        f"""SELECT count(DISTINCT session_id) FROM turns
-            WHERE ladder_trigger IS NOT NULL AND session_id IS NOT NULL AND {_FILTER}""",
-        p,
-    ).fetchall()[0][0]
+    tool_sessions, lost_all, lost_eligible, lost_wedged, turns_per_lost = next(
+        iter(ask(con, "sizing_lost_sessions", p)), (0, 0, 0, 0, None))
+    lost_by_class = dict(ask(con, "sizing_lost_by_class", p))
 
-    baseline = dict(
-        con.execute(f"SELECT next_step, count(*) FROM ladder_baseline WHERE {_FILTER} GROUP BY ALL", p).fetchall()
-    )
+    baseline: dict[str, int] = {}
+    for _model, _trigger, next_step, failures, _share, _ms in ask(con, "ladder_baseline_outcomes", p):
+        baseline[next_step] = baseline.get(next_step, 0) + failures
 
     measured_rungs, measured = _ladder_stats(con, p, "proxy")
     replayed_rungs, replayed = _ladder_stats(con, p, "replay")
@@ -137,21 +101,9 @@ def _ladder_stats(con: duckdb.DuckDBPyConnection, p: dict[str, Any], source: str
     Outside wedged windows only (no rung is expected to fix a wedged pod); the
     headline counts the tool-session triggers, the length ladder is per rung only.
     """
-    q = {**p, "source": source, "tool_triggers": list(TOOL_TRIGGERS)}
-    started = dict(con.execute(
-        f"""SELECT trigger, count(*) FROM ladder_attempts
-            WHERE source = $source AND rung = 'original' AND NOT in_wedged_window AND {_FILTER}
-            GROUP BY ALL""", {k: v for k, v in q.items() if k != "tool_triggers"}).fetchall())
     rungs = []
     so_far: dict[str, int] = {}
-    for trigger, rung, reached, recovered in con.execute(
-        f"""SELECT trigger, rung, count(*), count(*) FILTER (WHERE incident_class = 'ok')
-            FROM ladder_attempts
-            WHERE source = $source AND rung <> 'original' AND NOT in_wedged_window AND {_FILTER}
-            GROUP BY trigger, rung ORDER BY trigger, min(attempt_no)""",
-        {k: v for k, v in q.items() if k != "tool_triggers"},
-    ).fetchall():
-        ladders = started.get(trigger, 0)
+    for trigger, rung, ladders, reached, recovered in ask(con, "sizing_ladder_rungs", {**p, "source": source}):
         so_far[trigger] = so_far.get(trigger, 0) + recovered
         rungs.append({
             "trigger": trigger, "rung": rung, "ladders": ladders, "reached": reached, "recovered": recovered,
@@ -160,16 +112,8 @@ def _ladder_stats(con: duckdb.DuckDBPyConnection, p: dict[str, Any], source: str
             "cumulative_rate": round(so_far[trigger] / ladders, 4) if ladders else None,
             "cumulative_interval": wilson(con, so_far[trigger], ladders),
         })
-    total, recovered_total, in_wedge, recovered_in_wedge = con.execute(
-        f"""SELECT count(*) FILTER (WHERE NOT in_wedged_window),
-                   count(*) FILTER (WHERE NOT in_wedged_window AND recovered_at IS NOT NULL),
-                   count(*) FILTER (WHERE in_wedged_window),
-                   count(*) FILTER (WHERE in_wedged_window AND recovered_at IS NOT NULL)
-            FROM (SELECT DISTINCT request_id, ts, in_wedged_window, recovered_at, model, trigger
-                  FROM ladder_attempts WHERE source = $source)
-            WHERE {_FILTER} AND list_contains($tool_triggers, trigger)""",
-        q,
-    ).fetchall()[0]
+    total, recovered_total, in_wedge, recovered_in_wedge = next(iter(ask(
+        con, "sizing_ladder_runs", {**p, "source": source, "triggers": list(TOOL_TRIGGERS)})), (0, 0, 0, 0))
     if not total:
         return rungs, None
     return rungs, {

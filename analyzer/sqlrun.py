@@ -226,6 +226,19 @@ def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[st
         raise SqlError(f"{query.label} failed: {msg}") from exc
 
 
+def ask(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+    """Every row of the question ``name`` of queries/, run as ``analyze sql NAME`` runs it.
+
+    The library's figures (summary, sizing, report) come from here, so the SQL a
+    user reads in queries/ is the SQL behind them. Declared parameters not given
+    are NULL.
+
+    Raises:
+        UnknownQueryError, QueryParamError, SqlError.
+    """
+    return execute(con, name, params).fetchall()
+
+
 def frame(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str, Any] | None = None):
     """Resolve QUERY, bind its parameters and return the result as a polars DataFrame.
 

@@ -8,31 +8,11 @@ from typing import Any
 
 import duckdb
 
+from .focus import is_glm
 from .metrics import wedged_episodes
 from .online import CLASSES
-
-_FILTERED_TURNS = """
-CREATE TEMP TABLE summary_turns AS
-SELECT * FROM turns
-WHERE ($models IS NULL OR list_contains($models, model))
-  AND ($since IS NULL OR ts >= $since)
-  AND ($until IS NULL OR ts < $until)
-"""
-
-
-def _drop_summary_turns(con: duckdb.DuckDBPyConnection) -> None:
-    """Forget the last summary's scope (a temp table when filtered, else a view)."""
-    for kind in ("VIEW", "TABLE"):
-        try:
-            con.execute(f"DROP {kind} IF EXISTS temp.summary_turns")
-        except duckdb.CatalogException:  # it is the other kind
-            pass
-
-
-def is_glm(model: str | None) -> bool:
-    """GLM models are the focus: they are listed first everywhere."""
-    return bool(model) and "glm" in model.lower()
-
+from .sizing import build_sizing
+from .sqlrun import ask
 
 # An age relative to now, for --since/--until: 90s, 30m, 24h, 7d, 2w.
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.I)
@@ -102,8 +82,8 @@ def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -
         return None
     from .errors import AnalyzerError, ExitCode
 
-    known = con.execute("SELECT model, count(*) FROM turns WHERE model IS NOT NULL "
-                        "GROUP BY model ORDER BY count(*) DESC, model").fetchall()
+    # Every model in the database, busiest first.
+    known = sorted(((m, n) for m, _glm, n in ask(con, "models_in_scope")), key=lambda mn: (-mn[1], mn[0]))
     chosen: list[str] = []
     for pattern in patterns:
         hits = [m for m, _ in known if like_match(m, pattern)]
@@ -156,58 +136,35 @@ def build_summary(
     from .turns import ensure_turns
 
     ensure_turns(con)
-    _drop_summary_turns(con)
-    if models or since or until:
-        con.execute(_FILTERED_TURNS, {"models": models or None, "since": since, "until": until})
-    else:  # no filter: read the table itself, rather than copy every column of it
-        con.execute("CREATE TEMP VIEW summary_turns AS SELECT * FROM turns")
     q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
+    scope = {"models": models or None, "since": since, "until": until}
 
-    (turns, sessions, first, last, inferred, addressable) = q(
-        """SELECT count(*), count(DISTINCT session_id), min(ts), max(ts),
-                  count(*) FILTER (WHERE evidence = 'inferred'),
-                  count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
-           FROM summary_turns"""
-    )[0]
+    (turns, sessions, first, last, inferred, addressable) = next(
+        iter(ask(con, "scope_totals", scope)), (0, 0, None, None, 0, 0))
 
     per_model = []
     for model, n, n_sessions, n_tool_sessions in sorted(
-        q("""SELECT model, count(*), count(DISTINCT session_id),
-                    count(DISTINCT session_id) FILTER (WHERE tool_history)
-             FROM summary_turns GROUP BY model"""),
+        ask(con, "scope_models", scope),
         key=lambda r: (not is_glm(r[0]), -r[1], r[0] or ""),  # GLM first, busiest first
     ):
         per_model.append({"model": model, "turns": n, "sessions": n_sessions, "tool_sessions": n_tool_sessions})
 
-    by_class: dict[tuple, int] = {
-        (m, c): n for m, c, n in q("SELECT model, incident_class, count(*) FROM summary_turns GROUP BY ALL")
-    }
-    triggers = {
-        (m, t): n
-        for m, t, n in q(
-            "SELECT model, ladder_trigger, count(*) FROM summary_turns WHERE ladder_trigger IS NOT NULL GROUP BY ALL"
-        )
-    }
-    ended = {
-        m: (n, f)
-        for m, n, f in q(
-            # Sessions that started in the range (as the sizing counts them), by the
-            # model of their last turn.
-            """SELECT s.model, count(*), count(*) FILTER (WHERE s.ended_on_failure)
-               FROM sessions s
-               WHERE ($models IS NULL OR list_contains($models, s.model))
-                 AND ($since IS NULL OR s.first_ts >= $since) AND ($until IS NULL OR s.first_ts < $until)
-               GROUP BY ALL""",
-            {"models": models or None, "since": since, "until": until},
-        )
-    }
+    by_class: dict[tuple, int] = {}
+    triggers: dict[tuple, int] = {}
+    for m, c, t, n in ask(con, "scope_classes", scope):
+        by_class[(m, c)] = by_class.get((m, c), 0) + n
+        if t is not None:
+            triggers[(m, t)] = triggers.get((m, t), 0) + n
+    # Sessions that started in the range (as the sizing counts them), by the model of their last turn.
+    ended = {m: (n, f) for m, n, f in ask(con, "sessions_ended_by_model", scope)}
     for row in per_model:
         m = row["model"]
         counts = {c: by_class.get((m, c), 0) for c in CLASSES if by_class.get((m, c), 0)}
         row["classes"] = {
             c: {"count": n, "rate": round(n / row["turns"], 4)} for c, n in counts.items()
         }
-        row["ladder_addressable"] = {t: n for (mm, t), n in triggers.items() if mm == m}
+        row["ladder_addressable"] = dict(sorted(((t, n) for (mm, t), n in triggers.items() if mm == m),
+                                                key=lambda tn: (-tn[1], tn[0])))  # most first
         row["ladder_addressable_total"] = sum(row["ladder_addressable"].values())
         n_sess, n_failed = ended.get(m, (0, 0))
         row["sessions_ended_on_failure"] = n_failed
@@ -220,9 +177,8 @@ def build_summary(
     ]
     n_samples, n_windows = q("SELECT (SELECT count(*) FROM metric_samples), (SELECT count(*) FROM pod_windows)")[0]
     ended_total = sum(f for _, f in ended.values())
-    from .sizing import build_sizing
 
-    sizing = build_sizing(con, {"models": models or None, "since": since, "until": until})
+    sizing = build_sizing(con, scope)
     return {
         "time_range": {
             "first": first.isoformat() + "Z" if first else None,
@@ -247,7 +203,7 @@ def build_summary(
         "skipped_files": skipped_files_summary(con),
         "lost_records": lost_records_summary(con, since=since, until=until),
         "slow_completions": slow_completions_summary(con, models=models, since=since, until=until),
-        "replicas": replicas_summary(con, since=since, until=until),
+        "replicas": replicas_summary(con, models=models, since=since, until=until),
         "metrics": {
             "episodes": wedged_episodes(con, models=models, since=since, until=until) if n_windows else [],
             "samples": n_samples,
@@ -261,8 +217,8 @@ def build_summary(
 
 # ---------------------------------------------------------------------------
 # What the inputs and the proxy itself say: skipped files, lost records, slow
-# completions, replicas (issue 11). Each reads the summary's filters; the
-# per-replica figures read the `summary_turns` table build_summary made.
+# completions, replicas (issue 11). Each reads the summary's filters; the SQL is
+# in queries/ (lost_records_by_kind, slow_completions_by_model, replicas).
 
 #: What each kind of proxy_events line means, for the lines that say records were lost.
 LOST_KINDS: dict[str, str] = {
@@ -273,25 +229,6 @@ LOST_KINDS: dict[str, str] = {
     "flush-failed": "an S3 flush failed; its records were re-queued (lost only if the buffer then overflowed)",
     "log-failures": "the proxy's alarm after repeated logging failures (already counted line by line)",
 }
-
-# proxy_events, each event once: a stdout file read again after it grew holds the
-# same (file, line); the same stamped line in two files is the same event.
-_EVENTS_ONCE = """
-WITH by_line AS (
-    SELECT * FROM proxy_events
-    QUALIFY row_number() OVER (PARTITION BY file_id, line_no ORDER BY kind) = 1
-)
-SELECT * FROM by_line
-QUALIFY ts IS NULL
-     OR row_number() OVER (PARTITION BY kind, ts, proxy_pod, text ORDER BY file_id, line_no) = 1
-"""
-
-# Events in the period: with a time inside [since, until); without a time only
-# when the period is open (nothing places them in a bounded one).
-_EVENT_IN_PERIOD = """
-    (($since IS NULL AND $until IS NULL) OR ts IS NOT NULL)
-    AND ($since IS NULL OR ts >= $since) AND ($until IS NULL OR ts < $until)
-"""
 
 
 def skipped_files_summary(con: duckdb.DuckDBPyConnection, *, limit: int = 5) -> dict[str, Any]:
@@ -320,17 +257,9 @@ def lost_records_summary(
     period is open; ``untimed_events`` says how many there are either way.
     """
     kinds = list(LOST_KINDS)
-    rows = con.execute(
-        f"""SELECT kind, count(*), coalesce(sum(lost), 0)::BIGINT, count(*) FILTER (WHERE ts IS NULL)
-            FROM ({_EVENTS_ONCE}) e
-            WHERE list_contains($kinds, kind) AND {_EVENT_IN_PERIOD}
-            GROUP BY kind""",
-        {"kinds": kinds, "since": since, "until": until},
-    ).fetchall()
-    untimed = con.execute(
-        f"SELECT count(*) FROM ({_EVENTS_ONCE}) e WHERE list_contains($kinds, kind) AND ts IS NULL",
-        {"kinds": kinds},
-    ).fetchall()[0][0]
+    rows = ask(con, "lost_records_by_kind", {"kinds": kinds, "since": since, "until": until})
+    untimed = sum(r[3] for r in rows)
+    rows = [r for r in rows if r[1]]  # the kinds with lines in the period
     order = {k: i for i, k in enumerate(kinds)}
     by_kind = [{"kind": k, "events": n, "lost": lost, "meaning": LOST_KINDS[k]}
                for k, n, lost, _ in sorted(rows, key=lambda r: order[r[0]])]
@@ -364,26 +293,11 @@ def slow_completions_summary(
     A warning says the deployment's threshold was passed, so the caller may have
     given up; it is a flag on the turn, not a failure class.
     """
-    p = {"models": models or None, "since": since, "until": until}
-    warned = {
-        m: (n, mx) for m, n, mx in con.execute(
-            f"""SELECT model, count(*), max(value) FROM ({_EVENTS_ONCE}) e
-                WHERE kind = 'slow-completion' AND ($models IS NULL OR list_contains($models, model))
-                  AND {_EVENT_IN_PERIOD}
-                GROUP BY model""", p).fetchall()
-    }
-    flagged = {
-        m: (n, f) for m, n, f in con.execute(
-            """SELECT model, count(*), count(*) FILTER (WHERE incident_class <> 'ok') FROM slow_turns
-               WHERE slow_warning AND ($models IS NULL OR list_contains($models, model))
-                 AND ($since IS NULL OR ts >= $since) AND ($until IS NULL OR ts < $until)
-               GROUP BY model""", p).fetchall()
-    }
+    found = ask(con, "slow_completions_by_model", {"models": models or None, "since": since, "until": until})
     by_model = []
-    for m in sorted(set(warned) | set(flagged), key=lambda m: (not is_glm(m), m or "")):
-        n, mx = warned.get(m, (0, None))
-        t, f = flagged.get(m, (0, 0))
-        by_model.append({"model": m, "warnings": n, "turns_flagged": t, "failed_flagged": f, "max_ms": mx})
+    for m, n, mx, t, f in sorted(found, key=lambda r: (not is_glm(r[0]), r[0] or "")):
+        by_model.append({"model": m, "warnings": int(n), "turns_flagged": int(t), "failed_flagged": int(f),
+                         "max_ms": mx})
     return {
         "warnings": sum(r["warnings"] for r in by_model),
         "turns_flagged": sum(r["turns_flagged"] for r in by_model),
@@ -394,36 +308,29 @@ def slow_completions_summary(
 
 
 def replicas_summary(
-    con: duckdb.DuckDBPyConnection, *, since: datetime | None = None, until: datetime | None = None
+    con: duckdb.DuckDBPyConnection,
+    *,
+    models: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Turns, failures, slow warnings and lost records per proxy replica (``proxy_pod``).
 
     Empty when no turn in scope says its replica (S3 chunks of older proxies,
     single-pod stdout). Turns whose replica is not known are one row with
-    ``proxy_pod`` None. Reads ``summary_turns`` (build_summary's filtered turns).
+    ``proxy_pod`` None. The question ``replicas`` of queries/.
     """
-    if not con.execute("SELECT count(*) FROM summary_turns WHERE proxy_pod IS NOT NULL").fetchall()[0][0]:
+    found = ask(con, "replicas", {"models": models or None, "since": since, "until": until,
+                                  "kinds": list(LOST_KINDS)})
+    if not any(pod is not None and n for pod, n, _f, _s, _l in found):
         return []
-    turns = {
-        pod: (n, f) for pod, n, f in con.execute(
-            "SELECT proxy_pod, count(*), count(*) FILTER (WHERE incident_class <> 'ok') FROM summary_turns GROUP BY ALL"
-        ).fetchall()
-    }
-    slow = dict(con.execute(
-        """SELECT s.proxy_pod, count(*) FROM slow_turns s
-           SEMI JOIN summary_turns t ON t.request_id = s.request_id AND t.ts = s.ts
-                AND t.session_id IS NOT DISTINCT FROM s.session_id
-           WHERE s.slow_warning GROUP BY ALL""").fetchall())
-    lost = dict(con.execute(
-        f"""SELECT proxy_pod, coalesce(sum(lost), 0)::BIGINT FROM ({_EVENTS_ONCE}) e
-            WHERE list_contains($kinds, kind) AND {_EVENT_IN_PERIOD} GROUP BY ALL""",
-        {"kinds": list(LOST_KINDS), "since": since, "until": until}).fetchall())
-    pods = set(turns) | {p for p, n in lost.items() if n and p is not None}
+    # A replica is listed for its turns, or for the records it says it lost.
     rows = []
-    for pod in sorted(pods, key=lambda p: (p is None, p or "")):
-        n, f = turns.get(pod, (0, 0))
+    for pod, n, f, slow, lost in sorted(found, key=lambda r: (r[0] is None, r[0] or "")):
+        if not n and not (lost and pod is not None):
+            continue
         rows.append({"proxy_pod": pod, "turns": n, "failed": f, "failure_rate": round(f / n, 4) if n else 0.0,
-                     "slow_warnings": slow.get(pod, 0), "lost_records": lost.get(pod, 0)})
+                     "slow_warnings": slow, "lost_records": lost})
     return rows
 
 

@@ -8,9 +8,7 @@
 -- time (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`).
 WITH t AS (
     SELECT * FROM turns
-    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
+    WHERE in_scope(ts, model, $since, $until, $model, NULL)
 ),
 per_class AS (
     SELECT model, incident_class,

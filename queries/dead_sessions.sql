@@ -12,9 +12,7 @@ WITH dead AS (
     SELECT *
     FROM sessions
     WHERE ended_on_failure
-      AND ($since IS NULL OR last_ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR last_ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
+      AND in_scope(last_ts, model, $since, $until, $model, NULL)
 ),
 last_turns AS (
     SELECT t.*,

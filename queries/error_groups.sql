@@ -24,10 +24,7 @@ WITH e AS (
                AS engine_crash
     FROM turns
     WHERE error IS NOT NULL
-      AND ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
-      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+      AND in_scope(ts, model, $since, $until, $model, $models)
 ),
 p AS (
     SELECT *,

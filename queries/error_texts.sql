@@ -14,8 +14,6 @@ SELECT model, incident_class, left(error, 160) AS error_head, status, error_kind
        arg_min(request_id, ts) AS example_request_id
 FROM turns
 WHERE error IS NOT NULL
-  AND ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-  AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-  AND ($model IS NULL OR model ILIKE $model)
+  AND in_scope(ts, model, $since, $until, $model, NULL)
 GROUP BY model, incident_class, left(error, 160), status, error_kind
 ORDER BY turns DESC, model, incident_class, error_head

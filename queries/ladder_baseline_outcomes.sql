@@ -1,17 +1,16 @@
 -- question: ladder_baseline_outcomes
 -- title: What clients did after a ladder-eligible failure, without a ladder
--- params: since, until, model
+-- params: since, until, model, models
 -- From `ladder_baseline`: per model and trigger, how the ladder-eligible failures
 -- that no ladder handled went on (`retried-ok`, `retried-failed`, `moved-on`,
 -- `session-ended`), with counts, shares and the median time to the next turn.
 -- The share the client recovered by retrying itself is the bar the ladder must
 -- beat. `since`/`until` bound the failed turn's time (ISO 8601, UTC), `model` is
--- a name or a LIKE pattern (`glm%`).
+-- a name or a LIKE pattern (`glm%`), `models` a list of exact names (from
+-- Python; NULL: every model).
 WITH b AS (
     SELECT * FROM ladder_baseline
-    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
+    WHERE in_scope(ts, model, $since, $until, $model, $models)
 )
 SELECT model, ladder_trigger, next_step,
        count(*) AS failures,

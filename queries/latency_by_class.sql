@@ -16,8 +16,6 @@ SELECT model, incident_class,
        round(quantile_cont(prompt_tokens, 0.5)) AS p50_prompt_tokens,
        round(quantile_cont(completion_tokens, 0.5)) AS p50_completion_tokens
 FROM turns
-WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-  AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-  AND ($model IS NULL OR model ILIKE $model)
+WHERE in_scope(ts, model, $since, $until, $model, NULL)
 GROUP BY model, incident_class
 ORDER BY model, turns DESC, incident_class

@@ -20,9 +20,6 @@ SELECT model, provider,
        max(latency_ms) AS max_latency_ms,
        round(quantile_cont(latency_ms, 0.5) FILTER (WHERE incident_class = 'ok')) AS p50_ok_latency_ms
 FROM turns
-WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-  AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-  AND ($model IS NULL OR model ILIKE $model)
-  AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+WHERE in_scope(ts, model, $since, $until, $model, $models)
 GROUP BY model, provider
 ORDER BY turns DESC, model, provider

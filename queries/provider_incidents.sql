@@ -21,10 +21,7 @@ WITH t AS (
     SELECT provider, model, ts, status, error_kind,
            CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS outcome
     FROM turns
-    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
-      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+    WHERE in_scope(ts, model, $since, $until, $model, $models)
       AND coalesce(provider, '') NOT IN ('unrouted', 'streaming-unsupported')
 ),
 read AS (

@@ -13,10 +13,7 @@
 WITH scoped AS (
     SELECT provider, model, ts, request_id, session_id, incident_class
     FROM turns
-    WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-      AND ($model IS NULL OR model ILIKE $model)
-      AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+    WHERE in_scope(ts, model, $since, $until, $model, $models)
 ),
 limited AS (
     SELECT *, lag(ts) OVER (PARTITION BY provider, model ORDER BY ts, request_id) AS previous_ts

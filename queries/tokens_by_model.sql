@@ -21,9 +21,6 @@ SELECT model,
        round(avg(completion_tokens)) AS mean_completion_tokens,
        round(quantile_cont(completion_tokens, 0.95)) AS p95_completion_tokens
 FROM turns
-WHERE ($since IS NULL OR ts >= CAST($since AS TIMESTAMP))
-  AND ($until IS NULL OR ts < CAST($until AS TIMESTAMP))
-  AND ($model IS NULL OR model ILIKE $model)
-  AND ($models IS NULL OR list_contains(CAST($models AS VARCHAR[]), model))
+WHERE in_scope(ts, model, $since, $until, $model, $models)
 GROUP BY model
 ORDER BY total_tokens DESC, turns DESC, model

@@ -19,9 +19,7 @@ JOIN pod_windows w
  AND coalesce(t.response_ts, t.ts) >= w.start_ts
  AND coalesce(t.response_ts, t.ts) <= w.end_ts
 WHERE t.in_wedged_window AND t.incident_class <> 'ok'
-  AND ($since IS NULL OR t.ts >= CAST($since AS TIMESTAMP))
-  AND ($until IS NULL OR t.ts < CAST($until AS TIMESTAMP))
-  AND ($model IS NULL OR t.model ILIKE $model)
+  AND in_scope(t.ts, t.model, $since, $until, $model, NULL)
 GROUP BY t.ts, t.request_id, t.session_id, t.model, t.metric_model, t.incident_class, t.rule_class,
          t.status, t.error_kind, t.error, t.tool_history, t.latency_ms
 ORDER BY t.ts, t.request_id

@@ -290,3 +290,62 @@ def test_class_rates_intervals(week):
     ok = rows[("qwen3", "ok")]
     assert ok["turns"] == 3 and ok["model_turns"] == 5
     assert ok["rate_low"] < ok["rate"] == 0.6 < ok["rate_high"]
+
+
+# ---------------------------------------------------------------------------
+# The scope and the focus models, defined once (queries/scope.sql)
+
+
+def test_is_glm_is_one_rule_in_sql_and_python(fresh):
+    from analyzer.focus import is_glm
+
+    names = ["glm-5", "GLM-4.6", "zai-org/GLM-4.5-Air", "qwen3", "gpt-4o", "", None, "g-l-m"]
+    got = fresh.execute("SELECT list(is_glm(m) ORDER BY i) FROM (SELECT unnest($n) AS m, "
+                        "generate_subscripts($n, 1) AS i)", {"n": names}).fetchall()[0][0]
+    assert got == [is_glm(n) for n in names] == [True, True, True, False, False, False, False, False]
+
+
+def test_in_scope_bounds_and_models(fresh):
+    t = "TIMESTAMP '2026-11-17 12:00:00'"
+
+    def scope(since, until, pattern, models):
+        return fresh.execute(f"SELECT in_scope({t}, 'glm-5', $s, $u, $p, $m)",
+                             {"s": since, "u": until, "p": pattern, "m": models}).fetchall()[0][0]
+
+    assert scope(None, None, None, None) is True
+    assert scope("2026-11-17T12:00:00", "2026-11-17T12:00:01", None, None) is True  # since inclusive
+    assert scope(None, "2026-11-17T12:00:00", None, None) is False  # until exclusive
+    assert scope(None, None, "GLM%", None) is True and scope(None, None, "qwen%", None) is False
+    assert scope(None, None, None, ["glm-5", "qwen3"]) is True and scope(None, None, None, ["qwen3"]) is False
+
+
+def test_the_summary_and_the_report_run_their_questions_by_name(week):
+    # Every question the library runs is one `analyze sql NAME` runs: a figure of
+    # the summary is the row of its question.
+    from datetime import datetime
+
+    from analyzer.summary import build_summary
+
+    s = build_summary(week, models=["glm-5"], since=datetime(2026, 11, 17))
+    totals = _run(week, "scope_totals", since="2026-11-17", models=["glm-5"])
+    assert (s["turns"], s["sessions"], s["ladder_addressable"]) == (
+        totals[0]["turns"], totals[0]["sessions"], totals[0]["ladder_addressable"])
+    lost = _run(week, "sizing_lost_sessions", since="2026-11-17", models=["glm-5"])
+    assert s["sizing"]["sessions_lost"] == lost[0]["sessions_lost"]
+
+
+def test_a_read_only_connection_to_an_older_database_gets_todays_macros(tmp_path):
+    # A database written by an analyzer whose queries/ had no in_scope macro (and an
+    # older SQL signature): opened read-only (analyze sql, the report), the questions
+    # still run, on temporary macros of that connection; the file is not changed.
+    db = build_week_db(tmp_path / "older.duckdb")
+    con = connect(db)
+    con.execute("DROP MACRO in_scope")
+    con.execute("UPDATE build_state SET signature = 'older' WHERE name = 'views'")
+    con.close()
+    ro = connect(db, read_only=True)
+    try:
+        assert _run(ro, "scope_totals", model="qwen%")[0]["turns"] == 5
+        assert ro.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall() == [("older",)]
+    finally:
+        ro.close()

@@ -31,10 +31,11 @@ _SIGNALS = (REQUESTS_RUNNING, REQUESTS_WAITING, KV_CACHE_USAGE, REQUEST_SUCCESS)
 
 _QUERY = """
 SELECT metric, labels::VARCHAR, arg_min(value, ts), arg_max(value, ts), min(value), max(value),
-       -- a counter's increase across resets: each drop restarts from 0
-       sum(CASE WHEN d < 0 THEN value WHEN d > 0 THEN d ELSE 0 END)
+       -- a counter's increase across resets (queries/counter_rules.sql): each drop restarts from 0
+       sum(d)
 FROM (
-    SELECT metric, labels, ts, value, value - lag(value) OVER (PARTITION BY metric, labels ORDER BY ts) AS d
+    SELECT metric, labels, ts, value,
+           counter_increase(lag(value) OVER (PARTITION BY metric, labels ORDER BY ts), value) AS d
     FROM metric_samples
     WHERE pod IS NOT DISTINCT FROM $pod AND model_name = $model AND list_contains($metrics, metric)
       -- the samples at both ends show the change (the last increase, the next one)

@@ -89,6 +89,7 @@ from typing import Callable
 import duckdb
 
 from ..db import transaction
+from ..holdings import WEDGE_WINDOW_SETTING
 from .samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from .times import US, parse_duration, us_to_datetime, us_to_iso
 
@@ -598,8 +599,8 @@ def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5
     result = compute_windows(con, wedge_window, progress)
     con.execute("DELETE FROM pod_windows")
     # The parameters that made the stored windows, stored with them (table settings).
-    con.execute("INSERT OR REPLACE INTO settings VALUES ('pod_windows.wedge_window_s', ?, now())",
-                [repr(parse_duration(wedge_window, "--wedge-window"))])
+    con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
+                [WEDGE_WINDOW_SETTING, repr(parse_duration(wedge_window, "--wedge-window"))])
     if result.windows:
         con.executemany(
             "INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES (?, ?, ?, ?, ?, ?)",

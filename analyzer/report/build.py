@@ -1,8 +1,8 @@
 """Build the report's context objects from the database.
 
-Every query is parameterized SQL over the views (``turns``, ``sessions``,
-``pod_windows``, ``metric_samples``, ...): periods, models and limits are
-``$named`` parameters, never pasted into the SQL. The headline numbers come
+Every figure comes from a question of ``queries/`` (run by name, as ``analyze
+sql NAME`` runs it): periods, models and limits are ``$named`` parameters,
+never pasted into the SQL. The headline numbers come
 from :func:`analyzer.summary.build_summary` (and its sizing block), not
 recomputed here.
 """
@@ -21,7 +21,8 @@ import duckdb
 from ..errors import AnalyzerError, ExitCode
 from ..online import CLASSES
 from ..sizing import wilson
-from ..summary import build_summary, is_glm, parse_time
+from ..sqlrun import ask
+from ..summary import build_summary, parse_time
 from . import charts
 from .context import (
     Assets,
@@ -70,9 +71,6 @@ TURNS_PER_SESSION = 25
 TEXT_LIMIT = 300
 #: The ladder's default answer reserve (analyzer.online.run_ladder), used without data.
 DEFAULT_ANSWER_RESERVE = 256
-#: A metric gap longer than this is a gap, not a slow period: no rate is drawn across it.
-MAX_SAMPLE_GAP_S = 900
-
 GENERATION_COUNTER = "vllm:generation_tokens_total"
 PLOTLY_CDN = "https://cdn.plot.ly/plotly-{version}.min.js"
 
@@ -163,199 +161,33 @@ def resolve_period(
 
 
 # ---------------------------------------------------------------------------
-# SQL (all parameters are $named)
+# SQL: the questions of queries/ (all parameters are $named); the methods
+# footer's inventory of the database (files, records, migrations) is read here.
 
 _BOUNDS = "SELECT min(ts), max(ts) FROM turns"
-
-_MODELS_IN_RANGE = """
-SELECT DISTINCT model FROM turns
-WHERE ts >= $since AND ts < $until AND model IS NOT NULL
-ORDER BY model
-"""
-
-# The metric model names the focus models map to (model_map, else the same name).
-_FOCUS_METRIC_MODELS = """
-SELECT DISTINCT metric_model FROM turns
-WHERE ts >= $since AND ts < $until AND list_contains($models, model) AND metric_model IS NOT NULL
-"""
-
-_TIMELINE = """
-SELECT time_bucket($width, ts) AS bucket, incident_class, count(*) AS n
-FROM turns
-WHERE ts >= $since AND ts < $until AND list_contains($models, model)
-GROUP BY ALL
-"""
-
-# Rate of the generation counter per pod and bucket. A counter reset (the value
-# drops) counts the new value as the increase; duplicates (dt = 0) and gaps longer
-# than $max_gap seconds are left out rather than smeared.
-_THROUGHPUT = """
-WITH s AS (
-    SELECT coalesce(pod, instance, '') AS pod, coalesce(model_name, '') AS model_name, ts, value,
-           value - lag(value) OVER w AS dv,
-           epoch(ts) - epoch(lag(ts) OVER w) AS dt
-    FROM metric_samples
-    WHERE metric = $metric AND ts >= $since - INTERVAL 1 HOUR AND ts < $until
-    WINDOW w AS (PARTITION BY coalesce(pod, instance, ''), coalesce(model_name, '') ORDER BY ts)
-)
-SELECT pod, model_name, time_bucket($width, ts) AS bucket,
-       sum(CASE WHEN dv < 0 THEN value ELSE dv END) / sum(dt) AS tokens_per_s
-FROM s
-WHERE ts >= $since AND dt > 0 AND dt <= $max_gap
-GROUP BY ALL
-ORDER BY pod, model_name, bucket
-"""
-
-_WINDOW_MINUTES = """
-SELECT coalesce(pod, ''), kind,
-       sum(epoch(least(end_ts, $until)) - epoch(greatest(start_ts, $since))) / 60.0
-FROM pod_windows
-WHERE end_ts >= $since AND start_ts < $until
-GROUP BY ALL
-"""
-
-# One breakdown over the focus turns ($models NULL: every model). $dimension picks the key.
-_BREAKDOWN = """
-WITH t AS (
-    SELECT *,
-           CASE $dimension
-               WHEN 'model' THEN coalesce(model, '(none)')
-               WHEN 'origin' THEN coalesce(nullif(regexp_extract(origin, '^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)', 1), ''),
-                                           origin, '(none)')
-               WHEN 'client' THEN coalesce(client, '(not sent)')
-               WHEN 'thinking' THEN CASE enable_thinking WHEN true THEN 'thinking on'
-                                                         WHEN false THEN 'thinking off' ELSE 'not set' END
-           END AS key
-    FROM turns
-    WHERE ts >= $since AND ts < $until AND ($models IS NULL OR list_contains($models, model))
-),
-g AS (
-    SELECT key, count(*) AS turns, count(DISTINCT session_id) AS sessions,
-           count(*) FILTER (WHERE incident_class <> 'ok') AS failed,
-           count(*) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible,
-           mode(incident_class) FILTER (WHERE incident_class <> 'ok') AS top_failure
-    FROM t GROUP BY key
-)
-SELECT key, turns, sessions, failed, eligible, top_failure,
-       wilson_low(failed, turns), wilson_high(failed, turns)
-FROM g
-ORDER BY turns DESC, key
-"""
-
-# Position in the session and tool-history depth: windows run over whole sessions
-# (turns before the period count), then the period is selected.
-_POSITIONS = """
-WITH t AS (
-    SELECT ts, model, incident_class, ladder_trigger, turn_index,
-           count(*) FILTER (WHERE coalesce(has_tool_calls, false)) OVER (
-               PARTITION BY session_id ORDER BY ts, request_id
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS tool_depth
-    FROM turns
-    WHERE session_id IS NOT NULL
-),
-b AS (
-    SELECT *,
-           CASE WHEN turn_index = 1 THEN 1 WHEN turn_index = 2 THEN 2 WHEN turn_index <= 4 THEN 3
-                WHEN turn_index <= 8 THEN 4 WHEN turn_index <= 16 THEN 5 WHEN turn_index <= 32 THEN 6
-                ELSE 7 END AS index_bucket,
-           CASE WHEN tool_depth = 0 THEN 1 WHEN tool_depth = 1 THEN 2 WHEN tool_depth <= 3 THEN 3
-                WHEN tool_depth <= 7 THEN 4 WHEN tool_depth <= 15 THEN 5 ELSE 6 END AS depth_bucket
-    FROM t
-    WHERE ts >= $since AND ts < $until AND list_contains($models, model)
-)
-SELECT 'index' AS axis, index_bucket AS bucket, count(*), count(*) FILTER (WHERE incident_class <> 'ok'),
-       count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
-FROM b GROUP BY ALL
-UNION ALL
-SELECT 'depth', depth_bucket, count(*), count(*) FILTER (WHERE incident_class <> 'ok'),
-       count(*) FILTER (WHERE ladder_trigger IS NOT NULL)
-FROM b GROUP BY ALL
-ORDER BY 1, 2
-"""
+_INPUT_FORMS = "SELECT form, count(*) FROM source_files GROUP BY form ORDER BY form"
+_INPUT_EXAMPLES = "SELECT path FROM source_files ORDER BY path LIMIT $limit"
 _INDEX_BUCKETS = {1: "1", 2: "2", 3: "3–4", 4: "5–8", 5: "9–16", 6: "17–32", 7: "33+"}
 _DEPTH_BUCKETS = {1: "0", 2: "1", 3: "2–3", 4: "4–7", 5: "8–15", 6: "16+"}
 
-_LENGTH_FAILURES = """
-SELECT completion_tokens, coalesce(reasoning_chars, 0), coalesce(max_tokens, completion_tokens) AS cap,
-       max_tokens IS NOT NULL AS logged, request_id, ts, evidence
-FROM turns
-WHERE incident_class = 'length-with-no-content'
-  AND ts >= $since AND ts < $until AND list_contains($models, model)
-ORDER BY ts, request_id
-"""
-
-_THINKING_TURNS = """
-SELECT count(*) FROM turns
-WHERE ts >= $since AND ts < $until AND list_contains($models, model)
-  AND (coalesce(enable_thinking, false) OR coalesce(has_reasoning, false))
-"""
-
-# Answered thinking turns: how many completion tokens an answer with reasoning took,
-# and how many of them were the visible answer (estimated from the character shares).
-_ANSWERED_THINKING = """
-WITH a AS (
-    SELECT completion_tokens, reasoning_chars,
-           -- BIGINT: two INTEGER character counts must not add up in INT32
-           completion_tokens * content_chars / (content_chars::BIGINT + reasoning_chars) AS answer_tokens
-    FROM turns
-    WHERE incident_class = 'ok' AND has_reasoning AND has_content
-      AND completion_tokens > 0 AND content_chars > 0 AND reasoning_chars > 0
-      AND ts >= $since AND ts < $until AND list_contains($models, model)
-)
-SELECT count(*), quantile_disc(completion_tokens, 0.5), quantile_disc(completion_tokens, 0.95),
-       ceil(quantile_cont(answer_tokens, 0.95))
-FROM a
-"""
-
-_ANSWERED_POINTS = """
-SELECT completion_tokens, reasoning_chars
-FROM turns
-WHERE incident_class = 'ok' AND has_reasoning AND completion_tokens IS NOT NULL
-  AND ts >= $since AND ts < $until AND list_contains($models, model)
-ORDER BY hash(request_id, ts)
-LIMIT $limit
-"""
-
-_TOP_SESSIONS = """
-SELECT session_id, model, origin, client, first_ts, last_ts, turns, failed_turns, recovered_turns,
-       last_class, ended_on_failure
-FROM sessions
-WHERE failed_turns > 0
-  AND session_id IN (SELECT session_id FROM turns
-                     WHERE ts >= $since AND ts < $until AND list_contains($models, model))
-ORDER BY failed_turns DESC, ended_on_failure DESC, turns DESC, session_id
-LIMIT $limit
-"""
-
-# The turns of those sessions, with the log text to show (from the raw records).
-_SESSION_TURNS = """
-SELECT t.session_id, t.turn_index, t.request_id, t.ts, t.model, t.incident_class, t.evidence, t.status,
-       t.recovered_at, t.latency_ms, t.error,
-       coalesce(q.raw ->> '$.user_message_this_turn', q.raw ->> '$.user_question') AS question,
-       p.raw -> '$.tool_calls' AS tool_calls
-FROM turns t
-LEFT JOIN records q ON q.type = 'request' AND q.request_id = t.request_id AND q.ts = t.ts
-LEFT JOIN records p ON p.type = 'response' AND p.request_id = t.request_id AND p.ts = t.response_ts
-WHERE list_contains($sessions, t.session_id)
-ORDER BY t.session_id, t.turn_index
-"""
-
-_TRUNCATED = "SELECT count(*) FILTER (WHERE truncated) FROM turns WHERE ts >= $since AND ts < $until"
-
-_INPUT_FORMS = "SELECT form, count(*) FROM source_files GROUP BY form ORDER BY form"
-_INPUT_EXAMPLES = "SELECT path FROM source_files ORDER BY path LIMIT $limit"
-
-
-# ---------------------------------------------------------------------------
-
-
-_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-
 
 def _q(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
-    """Run one query with the parameters it names (DuckDB rejects extra ones)."""
-    names = set(_PARAM.findall(sql))
-    return con.execute(sql, {k: v for k, v in (params or {}).items() if k in names}).fetchall()
+    """Run one inventory query (SQL text, not a question)."""
+    return con.execute(sql, params or {}).fetchall()
+
+
+def _scope(p: dict[str, Any], *, models: bool = True) -> dict[str, Any]:
+    """The question parameters of the report's scope: the period, and the focus models."""
+    return {"since": p["since"], "until": p["until"], **({"models": p.get("models")} if models else {})}
+
+
+def _records(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a question as dicts (for the questions with many columns)."""
+    from ..sqlrun import execute
+
+    cur = execute(con, name, params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
 def _rate(k: int, n: int) -> float:
@@ -372,8 +204,9 @@ def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
 
 
 def _focus_models(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> tuple[str, list[str]]:
-    models = [m for (m,) in _q(con, _MODELS_IN_RANGE, p)]
-    glm = [m for m in models if is_glm(m)]
+    found = ask(con, "models_in_scope", _scope(p, models=False))
+    models = [m for m, _glm, _n in found]
+    glm = [m for m, is_glm, _n in found if is_glm]
     return ("GLM", glm) if glm else ("all models", models)
 
 
@@ -442,7 +275,7 @@ def _timeline(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period,
     hourly = period.until - period.since <= timedelta(days=2)
     width = timedelta(hours=1) if hourly else timedelta(days=1)
     counts: dict[datetime, dict[str, int]] = {}
-    for bucket, cls, n in _q(con, _TIMELINE, {**p, "width": width}):
+    for bucket, cls, n in ask(con, "classes_by_bucket", {**_scope(p), "width": width}):
         counts.setdefault(bucket, {})[cls] = n
     present = {c for per in counts.values() for c in per}
     classes = [c for c in CLASSES if c in present] + sorted(present - set(CLASSES))
@@ -470,8 +303,8 @@ def _throughput(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Perio
     span_minutes = (period.until - period.since).total_seconds() / 60
     # About 500 points per pod: 5-minute buckets for a day, 30 minutes for a week.
     bucket_minutes = next((m for m in (1, 5, 10, 15, 30, 60, 120, 360, 1440) if span_minutes / m <= 500), 1440)
-    rows = _q(con, _THROUGHPUT, {**p, "metric": GENERATION_COUNTER, "width": timedelta(minutes=bucket_minutes),
-                                 "max_gap": MAX_SAMPLE_GAP_S})
+    # Every pod's counter (not only the focus models'); resets and gaps: queries/counter_rules.sql.
+    rows = ask(con, "generation_throughput", {**_scope(p, models=False), "width": timedelta(minutes=bucket_minutes)})
     if not rows:
         note = metrics_note or f"no `{GENERATION_COUNTER}` samples in this period"
         return ThroughputSection(available=False, note=note, bucket_minutes=bucket_minutes, pods=[],
@@ -479,7 +312,8 @@ def _throughput(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Perio
     series: dict[tuple[str, str], list[tuple[datetime, float]]] = {}
     for pod, model, bucket, rate in rows:
         series.setdefault((pod, model), []).append((bucket + timedelta(minutes=bucket_minutes / 2), rate or 0.0))
-    minutes: dict[tuple[str, str], float] = {(pod, kind): m for pod, kind, m in _q(con, _WINDOW_MINUTES, p)}
+    minutes: dict[tuple[str, str], float] = {
+        (pod, kind): m for pod, kind, m in ask(con, "pod_window_minutes", _scope(p, models=False))}
     pods = []
     for (pod, model), points in series.items():
         rates = [r for _, r in points]
@@ -535,7 +369,7 @@ def _breakdowns(con: duckdb.DuckDBPyConnection, p: dict[str, Any], focus: str,
                              failure_rate=_rate(failed, turns), failure_low=round(low, 4), failure_high=round(high, 4),
                              ladder_eligible=eligible, top_failure=top)
                 for key, turns, sessions, failed, eligible, top, low, high
-                in _q(con, _BREAKDOWN, {**p, "dimension": dimension})
+                in ask(con, "failures_by_dimension", {**_scope(p), "dimension": dimension})
             ]
             scope = f"{focus} turns"
         shown = rows[:BREAKDOWN_LIMIT]
@@ -566,7 +400,7 @@ def _model_rows(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> 
 
 def _positions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> PositionSection:
     by: dict[str, list[PositionRow]] = {"index": [], "depth": []}
-    for axis, bucket, turns, failed, eligible in _q(con, _POSITIONS, p):
+    for axis, bucket, turns, failed, eligible in ask(con, "failures_by_position", _scope(p)):
         low, high = _wilson(con, failed, turns)
         label = (_INDEX_BUCKETS if axis == "index" else _DEPTH_BUCKETS)[bucket]
         by[axis].append(PositionRow(bucket=label, turns=turns, failed=failed, failure_rate=_rate(failed, turns),
@@ -589,9 +423,13 @@ def _median(values: list[int]) -> int | None:
 
 
 def _length_budget(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> LengthBudgetSection:
-    failures = _q(con, _LENGTH_FAILURES, p)
-    thinking = _q(con, _THINKING_TURNS, p)[0][0]
-    answered, completion_p50, completion_p95, answer_p95 = _q(con, _ANSWERED_THINKING, p)[0]
+    # (completion tokens, reasoning chars, cap, cap logged, request id, time, evidence) per failure.
+    failures = [(r["completion_tokens"], r["reasoning_chars"] or 0,
+                 r["max_tokens"] if r["max_tokens"] is not None else r["completion_tokens"],
+                 r["max_tokens"] is not None, r["request_id"], r["ts"], r["evidence"])
+                for r in _records(con, "length_no_content", _scope(p))]
+    thinking, answered, completion_p50, completion_p95, answer_p95 = next(
+        iter(ask(con, "thinking_answers", _scope(p))), (0, 0, None, None, None))
     answer_p95 = int(answer_p95) if answer_p95 is not None else None
     reserve = max(64, math.ceil(answer_p95 / 64) * 64) if answer_p95 else DEFAULT_ANSWER_RESERVE
     per_cap: dict[int, list[tuple]] = {}
@@ -617,7 +455,7 @@ def _length_budget(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> LengthB
             + (f"; {completion_p95} completion tokens covered 95% of answered thinking turns" if completion_p95 else "")
             + "."
         )
-    points = _q(con, _ANSWERED_POINTS, {**p, "limit": 3000})
+    points = ask(con, "thinking_points", {**_scope(p), "limit": 3000})
     return LengthBudgetSection(
         turns=n, thinking_turns=thinking, share_of_thinking=_rate(n, thinking),
         inferred=sum(1 for r in failures if r[6] == "inferred"),
@@ -652,10 +490,10 @@ def _tool_calls_text(raw: str | None) -> str | None:
 
 
 def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessionsSection:
-    top = _q(con, _TOP_SESSIONS, {**p, "limit": TOP_SESSIONS})
+    top = ask(con, "failing_sessions", {**_scope(p), "limit": TOP_SESSIONS})
     turns: dict[str, list[tuple]] = {}
     if top:
-        for row in _q(con, _SESSION_TURNS, {"sessions": [r[0] for r in top]}):
+        for row in ask(con, "session_turns", {"sessions": [r[0] for r in top]}):
             turns.setdefault(row[0], []).append(row)
     sessions = []
     for (sid, model, origin, client, first_ts, last_ts, n, failed, recovered, last_class, ended) in top:
@@ -781,7 +619,8 @@ def _methods(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, 
         input_files=n_files, input_forms=dict(_q(con, _INPUT_FORMS)), input_bytes=int(n_bytes),
         input_examples=[redact(path) or "" for (path,) in _q(con, _INPUT_EXAMPLES, {"limit": 5})],
         records=records, turns=summary_all["turns"], inferred_turns=summary_all["inferred"]["turns"],
-        inferred_share=summary_all["inferred"]["share"], truncated_turns=_q(con, _TRUNCATED, p)[0][0],
+        inferred_share=summary_all["inferred"]["share"],
+        truncated_turns=next(iter(ask(con, "truncated_turns", _scope(p, models=False))), (0,))[0],
         quarantined_lines=summary_all["quarantined_lines"],
         quarantine_samples=[QuarantineSample(path=redact(s["path"]) or "", line_no=s["line_no"],
                                              reason=redact(s["reason"]) or "")
@@ -828,7 +667,7 @@ def build_context(
                                  with_oncall=False)
     summary_all = build_summary(con, since=period.since, until=period.until)
     windows = _windows(con, p)
-    focus_metric_models = {redact(m) for (m,) in _q(con, _FOCUS_METRIC_MODELS, p)}
+    focus_metric_models = {redact(m) for (m,) in ask(con, "metric_models", _scope(p))}
     metrics_note = summary_all["metrics"]["note"]
     generated_at = generated_at or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
     return ReportContext(
