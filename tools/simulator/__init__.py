@@ -83,6 +83,7 @@ from tools.simulator.week import Event, SimulatedWeek, records_on, simulate_week
 from tools.simulator.world import DEFAULT_SEED, DEFAULT_START, Episode, ProxyProcess, VllmPod
 from tools.simulator.writers import (
     S3WriteResult,
+    chunk_line,
     stdout_record_line,
     stdout_view,
     write_consolidated_parquet,
@@ -101,6 +102,7 @@ __all__ = [
     "SimulatedWeek",
     "Truth",
     "VllmPod",
+    "chunk_line",
     "records_on",
     "simulate_week",
     "stdout_record_line",

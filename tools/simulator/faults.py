@@ -67,10 +67,12 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
+        """Whether the exchange was anything but a 200 answer."""
         return self.kind != "ok"
 
     @property
     def empty(self) -> bool:
+        """Whether it was a 200 with neither content nor tool calls."""
         return self.kind == "ok" and not self.content and not self.tool_calls
 
     def body_bytes(self, model: str, rid: str) -> bytes:
@@ -129,6 +131,7 @@ class LadderUpstream:
         return self.now_s
 
     def __call__(self, payload: dict) -> tuple[int, dict, bytes]:
+        """Answer one call of the ladder: ``(status, headers, body)``, or raise a transport error."""
         if not self.answers:
             out = self.first
         else:

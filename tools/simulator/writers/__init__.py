@@ -13,11 +13,12 @@ in time order, and streams.
 
 from tools.simulator.writers.parquet import write_consolidated_parquet
 from tools.simulator.writers.prometheus import write_prometheus_exports
-from tools.simulator.writers.s3 import S3WriteResult, write_s3_chunks
+from tools.simulator.writers.s3 import S3WriteResult, chunk_line, write_s3_chunks
 from tools.simulator.writers.stdout import stdout_record_line, stdout_view, write_kubectl_stdout
 
 __all__ = [
     "S3WriteResult",
+    "chunk_line",
     "stdout_record_line",
     "stdout_view",
     "write_consolidated_parquet",

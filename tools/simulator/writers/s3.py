@@ -19,6 +19,11 @@ from tools.simulator.week import SimulatedWeek
 from tools.simulator.writers.events import FLUSH_INTERVAL_S, Flusher, source_events
 
 
+def chunk_line(record: dict) -> str:
+    """One line of an S3 chunk (no newline): ``json.dumps`` of the record, as the proxy's flush writes it."""
+    return json.dumps(record)
+
+
 @dataclass
 class S3WriteResult:
     """What :func:`write_s3_chunks` wrote: relative chunk paths, record count, damage."""
@@ -119,7 +124,7 @@ def write_s3_chunks(
                 buffers[p] = []
             continue
         if ev.record is not None:
-            buffers[p].append(json.dumps(ev.record))
+            buffers[p].append(chunk_line(ev.record))
             fl.count += 1
             result.records += 1
     for p, fl in flushers.items():
