@@ -1,4 +1,4 @@
-"""The README's "SQL and notebooks" section works as written: its Python blocks are executed.
+"""docs/sql.md's "Python and notebooks" section works as written: its Python blocks are executed.
 
 They run in order, in one namespace, in a fresh process-like setting: the working
 directory holds `logs/` (a small week built from tests/support/records.py) and
@@ -16,15 +16,15 @@ import pytest
 from tests.support.records import write_jsonl
 from tests.test_queries import week_records
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-SECTION_TITLE = "## SQL and notebooks"
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "sql.md").read_text(encoding="utf-8")
+SECTION_TITLE = "## Python and notebooks"
 
 
 def section() -> str:
-    start = README.find(f"\n{SECTION_TITLE}\n")
-    assert start >= 0, f"README.md has no '{SECTION_TITLE}' section"
-    end = README.find("\n## ", start + len(SECTION_TITLE) + 1)
-    return README[start: end if end >= 0 else len(README)]
+    start = DOC.find(f"\n{SECTION_TITLE}\n")
+    assert start >= 0, f"docs/sql.md has no '{SECTION_TITLE}' section"
+    end = DOC.find("\n## ", start + len(SECTION_TITLE) + 1)
+    return DOC[start: end if end >= 0 else len(DOC)]
 
 
 def python_blocks() -> list[str]:
@@ -47,9 +47,9 @@ def test_the_notebook_example_runs(tmp_path, monkeypatch):
     namespace: dict = {"__name__": "__notebook__"}
     for i, block in enumerate(python_blocks(), 1):
         try:
-            exec(compile(block, f"README.md ({SECTION_TITLE}, python block {i})", "exec"), namespace)
+            exec(compile(block, f"docs/sql.md ({SECTION_TITLE}, python block {i})", "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the failure message is the point
-            pytest.fail(f"python block {i} of the README section failed: {type(exc).__name__}: {exc}\n{block}")
+            pytest.fail(f"python block {i} of the docs/sql.md section failed: {type(exc).__name__}: {exc}\n{block}")
 
     frames = {k: v for k, v in namespace.items() if isinstance(v, pl.DataFrame)}
     assert len(frames) >= 2, "the example should produce polars DataFrames"

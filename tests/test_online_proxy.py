@@ -11,6 +11,7 @@ import http.client
 import json
 import re
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
@@ -324,7 +325,10 @@ def test_upstream_naked_500_has_the_glm_signature(upstream):
 
 
 # ---------------------------------------------------------------------------
-# The README example is this proxy
+# The integration guide's example is this proxy
+
+#: The proxy integration guide, kept beside the module it describes.
+GUIDE = Path(__file__).resolve().parents[1] / "analyzer" / "online" / "README.md"
 
 
 def test_readme_example_runs_on_its_own(upstream, tmp_path):
@@ -341,33 +345,22 @@ def test_readme_example_runs_on_its_own(upstream, tmp_path):
     assert rec["ladder"]["recovered_at"] == DROP_TOOLS and rec["final_class"] == "ok"
 
 
-def _readme_section(text: str) -> str | None:
-    m = re.search(r"^## Using the ladder in your proxy\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    return m.group(1) if m else None
-
-
 def check_readme_section(section: str) -> None:
-    """The section's code is the support proxy's app, and it documents every log key."""
+    """The guide's code is the support proxy's app, and it documents every log key."""
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert blocks, "the section has no python example"
+    assert blocks, "the guide has no python example"
     assert blocks[0].strip() == readme_example_source().strip(), \
-        "README example and tests/support/proxy.py differ: copy the marked region into the README"
+        "analyzer/online/README.md's example and tests/support/proxy.py differ: copy the marked region into the guide"
     documented = set(re.findall(r"`([a-z_]+)`", section))
     from analyzer.online import Attempt
 
     attempt_keys = set(Attempt("original", None, "ok", 0).to_dict())
     missing = (LOG_FIELD_KEYS | attempt_keys | {"trigger", "outcome", "recovered_at", "attempts"}) - documented
-    assert not missing, f"log keys not documented in the README section: {sorted(missing)}"
+    assert not missing, f"log keys not documented in analyzer/online/README.md: {sorted(missing)}"
 
 
 def test_readme_example_is_the_tested_proxy():
-    from pathlib import Path
-
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    section = _readme_section(readme.read_text(encoding="utf-8")) if readme.exists() else None
-    if section is None:
-        pytest.skip("README.md has no 'Using the ladder in your proxy' section yet")
-    check_readme_section(section)
+    check_readme_section(GUIDE.read_text(encoding="utf-8"))
 
 
 def test_the_ladder_stops_at_the_callers_deadline_over_http(upstream, make_proxy):

@@ -1,15 +1,15 @@
 """A real, minimal ladder proxy: FastAPI + httpx + ``analyzer.online``, on loopback.
 
-The app (:func:`create_app`) is the integration example of the README section
-"Using the ladder in your proxy", verbatim: the code between the ``README
-example`` markers below is what the README shows, and a test checks the two
+The app (:func:`create_app`) is the integration example of the proxy guide,
+``analyzer/online/README.md``, verbatim: the code between the ``README
+example`` markers below is what the guide shows, and a test checks the two
 stay identical. Every end-to-end test therefore runs the documented example.
 
 It forwards ``POST /v1/chat/completions`` to one upstream through
 :func:`analyzer.online.arun_ladder`, passes the answer on (the upstream status
 included: the client of an exhausted ladder sees the original 500), and appends
 a ``request`` and a ``response`` record per call to a JSONL file, in the real
-proxy's record shape (proxy-log-format.md) merged with
+proxy's record shape (docs/log-format.md) merged with
 :func:`analyzer.online.log_fields`.
 
 :class:`LadderProxy` serves the app with uvicorn in a background thread on a free
