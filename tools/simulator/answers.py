@@ -95,7 +95,6 @@ class Answers:
             return "Map moved."
         return "OK"
 
-
     def _usage(self, prompt: int, completion: int, reasoning_tokens: int = 0) -> dict:
         p = self.prof
         if p.usage == "vllm":

@@ -152,7 +152,6 @@ ANSWERS = (
 GROUP_COLUMNS = ("State_Nm", "Mang_Name", "Unit_Nm", "ecoregion", "county", "holc_grade")
 
 
-
 def system_prompt_text(app: App, client: str | None) -> str:
     """The system prompt an app's client build sends (a compact stand-in for the real one)."""
     build = client or "geo-agent (unversioned build)"

@@ -178,7 +178,6 @@ class Faults:
         """Naked-500 probability on a turn with tool history: rises with the transcript."""
         return min(0.3, self.prof.th500 * (0.003 + 0.0011 * max(0, mc - 6) ** 1.3))
 
-
     def _empty(self) -> Outcome:
         n = ri(self.rng, 1, 3)
         return Outcome("ok", self._gen_latency(self.ctx_tokens, n), status=200, finish="stop",
@@ -190,7 +189,6 @@ class Faults:
         loops = LOOP_REASONING * (cap // 60 + 1)
         return Outcome("ok", self._gen_latency(self.ctx_tokens, cap), status=200, reasoning=loops,
                        finish="length", usage=self._usage(self.ctx_tokens, cap, cap), completion_tokens=cap)
-
 
     def _http(self, status: int, body: str, headers: dict | None, latency_ms: int) -> Outcome:
         # The proxy logs the allow-listed headers in allow-list order.

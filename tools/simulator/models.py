@@ -137,4 +137,3 @@ def unknown_model_error(model: str) -> str:
         f"{name} ({', '.join(models[:6])}{'…' if len(models) > 6 else ''})" for name, models in _SERVED
     )
     return f"Unknown model '{model}'. This deployment serves: {served}"
-

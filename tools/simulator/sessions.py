@@ -97,8 +97,7 @@ class Session(Answers, Faults):
         else:  # no thinking key for the model: the proxy ignores the flag
             self.reasoning_on = self.prof.reasoning_default
 
-    # -- content ------------------------------------------------------------
-
+    # -- the session's events ----------------------------------------------
 
     def events(self) -> Iterator[tuple]:
         """Yield ``(t_us, seq, process, record, truth, extra)`` in time order."""
@@ -292,8 +291,6 @@ class Session(Answers, Faults):
             p = self.w.online.normalize_thinking(p, self.model, self.enable_thinking)
         return p
 
-
-
     def _truth_class(self, out: Outcome, t_us: int) -> str:
         """The intended class of the call that started at ``t_us`` (see :func:`intended_class`)."""
         window = self.w.window(self.model, t_us) if self.prof and self.prof.pod_model else None
@@ -375,4 +372,3 @@ class Session(Answers, Faults):
         rec = self._error_record(t, rid, out, fields, provider)
         truth = Truth(rid, "client-error", self.model, provider, iso(t), self.session_id, False, None, None)
         yield (t, 1, proc, rec, truth, None)
-

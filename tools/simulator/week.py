@@ -171,11 +171,6 @@ def records_on(week: SimulatedWeek | Iterable[dict], date: str) -> Iterator[dict
             yield rec
 
 
-
-# ---------------------------------------------------------------------------
-# Arrivals and the merge
-
-
 # ---------------------------------------------------------------------------
 # Arrivals and the merge
 
@@ -214,7 +209,6 @@ def _arrivals(world: World) -> Iterator[tuple[int, Run | None]]:
                 yield run.start_us + int(u * (run.end_us - run.start_us)), run
 
     yield from heapq.merge(regular(), runs(), key=lambda x: x[0])
-
 
 
 def _merge_events(world: World) -> Iterator[Event]:

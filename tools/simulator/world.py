@@ -139,7 +139,6 @@ class VllmPod:
     engine: str = "0"
 
 
-
 @dataclass(frozen=True)
 class Burst:
     """A stretch of higher demand (a workshop, a demo): arrivals times ``factor``."""
@@ -274,7 +273,6 @@ def demand(t_us: int) -> float:
     day, rem = divmod(t_us, DAY_US)
     weekday = (day + 3) % 7  # 1970-01-01 was a Thursday
     return _HOURLY[rem // (3600 * US)] * _WEEKDAY[weekday]
-
 
 
 class World:

@@ -39,7 +39,6 @@ def source_events(source: SimulatedWeek | Iterable[dict]) -> tuple[list[ProxyPro
     return [proc], gen()
 
 
-
 class Flusher:
     """The S3 flush loop of one proxy process: ``sleep(60)`` then flush, forever.
 
@@ -84,4 +83,3 @@ class Flusher:
         if p.chunk_style == "pid":
             return f"{stamp}-{p.pid}.jsonl"
         return f"{stamp}-{p.pod}-{p.pid}-{hex_of(f'{p.pod}:{p.pid}:{t_us}', 8)}.jsonl"
-

@@ -65,4 +65,3 @@ def write_consolidated_parquet(
     finally:
         tmp.unlink(missing_ok=True)
     return n
-

@@ -175,4 +175,3 @@ def write_prometheus_exports(week: SimulatedWeek, root: str | os.PathLike) -> li
             f.write("\n")
         written.append(target)
     return written
-

@@ -135,4 +135,3 @@ def write_s3_chunks(
         if last is not None:
             write(last[1], buffers[p])
     return result
-

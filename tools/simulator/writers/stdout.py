@@ -52,7 +52,6 @@ def stdout_view(entry: dict, max_field: int = _STDOUT_MAX_FIELD) -> dict:
     return {k: shrink(v) for k, v in entry.items() if k != "messages"}
 
 
-
 # ---------------------------------------------------------------------------
 # kubectl stdout
 
@@ -236,4 +235,3 @@ def write_kubectl_stdout(
             last = fl.final(None)
             flush_lines(p, [last] if last else [])
     return written
-
