@@ -4,7 +4,7 @@ Test data for the analyzer's tests, the sample week (``sample_logs/generate.py``
 the benchmarks; not part of the installed package.
 
 The proxy (``llm_proxy.py`` of open-llm-proxy, see ``docs/log-format.md``)
-fronts self-hosted GLM/Qwen models on vLLM plus hosted providers. This module plays
+fronts self-hosted GLM/Qwen models on vLLM plus hosted providers. This package plays
 a week of its traffic -- multi-turn tool-calling agent sessions with every failure
 class of the design -- and writes it the way the real proxy and its surroundings do:
 
