@@ -236,12 +236,14 @@ _POD_OF_PREFIX = r"""coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_ex
 
 # 1. Every line that is a record goes straight into `records`: one parse, one
 # write, streamed from the Arrow batch (what a bare INSERT of the same columns
-# costs). De-duplication follows, on the narrow key columns.
+# costs). De-duplication follows, on the narrow key columns. A stdout copy is
+# truncated when its JSON holds the proxy's `…(+N chars)` marker; the proxy's
+# json.dumps escapes the ellipsis (`\u2026`), so both spellings count.
 _STORE = f"""
 INSERT INTO records BY NAME
 {_judged('batch_lines')}
 SELECT {_HOT_COLUMNS},
-       pfx <> '' AND contains(candidate, '…(+') AS truncated,
+       pfx <> '' AND (contains(candidate, '…(+') OR contains(candidate, '\\u2026(+')) AS truncated,
        file_id, line_no, candidate AS raw,
        {_POD_OF_PREFIX} AS proxy_pod,
        $batch AS ingest_batch

@@ -1,6 +1,6 @@
 """Benchmark: `analyze` on a production-shaped week, against what DuckDB alone costs.
 
-Generates (or reuses, under --dir) a week from ``analyzer.simulate`` -- several proxy
+Generates (or reuses, under --dir) a week from ``tools.simulator`` -- several proxy
 replicas, multi-turn tool sessions, the real record sizes -- in five forms: the S3
 chunk folder, one file (the chunks concatenated in time order, as ``kubectl logs >
 week.log`` or an export gives), that file gzipped, a 3x file (the week again shifted by
@@ -93,9 +93,13 @@ def _chunk_files(s3: Path) -> list[Path]:
 
 def make_chunks(s3: Path, sessions: int) -> dict:
     """The simulated week as the proxy's S3 chunk files."""
-    from analyzer import simulate
+    # The simulator lives in the checkout's tools/ (never installed). Appended, not
+    # prepended, so the analyzer under test is still the one PYTHONPATH names.
+    if str(HERE.parent) not in sys.path:
+        sys.path.append(str(HERE.parent))
+    from tools import simulator
 
-    result = simulate.write_s3_chunks(simulate.simulate_week(seed=SEED, sessions=sessions), s3)
+    result = simulator.write_s3_chunks(simulator.simulate_week(seed=SEED, sessions=sessions), s3)
     return {"records": result.records, "files": len(result.files)}
 
 

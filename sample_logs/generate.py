@@ -3,7 +3,7 @@
     python sample_logs/generate.py            # rewrite sample_logs/ in place
     python sample_logs/generate.py --out DIR  # write the same files elsewhere
 
-The files are a pure function of the constants below and of analyzer.simulate (and,
+The files are a pure function of the constants below and of tools.simulator (and,
 for the ladder days, analyzer.online), so running this twice gives byte-identical
 output. The class counts in README.md (between the ``generated`` markers) are
 rewritten from the ground truth on every run.
@@ -20,7 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout without installing
 
-from analyzer import simulate as sim  # noqa: E402
+import tools.simulator as sim  # noqa: E402
+from tools.simulator.clock import iso_seconds  # noqa: E402
 
 SEED = sim.DEFAULT_SEED
 SESSIONS = 400
@@ -82,12 +83,12 @@ def counts_markdown(summary: dict) -> str:
     lines.append("| **all** | " + " | ".join(str(total[c]) for c in classes) + f" | {sum(total.values())} |")
     lines += ["", "Episodes (what the metrics analysis must find):", ""]
     for e in summary["week"].episodes:
-        lines.append(f"- `{e.kind}` {e.model_name} pod `{e.pod}`: {sim._iso_seconds(e.start)} → "
-                     f"{sim._iso_seconds(e.end)} ({e.note})")
+        lines.append(f"- `{e.kind}` {e.model_name} pod `{e.pod}`: {iso_seconds(e.start)} → "
+                     f"{iso_seconds(e.end)} ({e.note})")
     lines += ["", "Not episodes (look-alikes the analysis must not flag):", ""]
     for e in summary["week"].non_episodes:
-        lines.append(f"- `{e.kind}` {e.model_name} `{e.pod}`: {sim._iso_seconds(e.start)} → "
-                     f"{sim._iso_seconds(e.end)} ({e.note})")
+        lines.append(f"- `{e.kind}` {e.model_name} `{e.pod}`: {iso_seconds(e.start)} → "
+                     f"{iso_seconds(e.end)} ({e.note})")
     lines += ["", "Malformed lines (for quarantine):", ""]
     for m in summary["malformed"]:
         rid = f", request `{m['request_id']}`" if m.get("request_id") else ""

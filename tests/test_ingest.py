@@ -71,7 +71,7 @@ def test_s3_jsonl_and_kubectl_copies_count_once(tmp_path, db):
 def test_gzip_parquet_directories_and_globs(tmp_path, db):
     recs = _pairs(4)
     write_jsonl(tmp_path / "logs/a.jsonl.gz", recs[:4], compress=True)
-    write_stdout(tmp_path / "logs/pod.log.gz", recs[4:6], compress=True)
+    write_stdout(tmp_path / "logs/pod.log.gz", recs[4:6])  # gzipped: the name ends in .gz
     # the consolidated Parquet tier, legacy columns only, the record in `entry`
     pq = tmp_path / "consolidated/daily/2026-11-16.parquet"
     pq.parent.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Tests of analyzer.simulate: the synthetic week must be deterministic, well-formed
+"""Tests of tools.simulator: the synthetic week must be deterministic, well-formed
 and shaped exactly like what the real proxy writes (docs/proxy-log-format.md)."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import simulate as sim
+import tools.simulator as sim
+from tools.simulator.clock import iso, to_us
+from tools.simulator.writers.parquet import PARQUET_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_logs"
@@ -308,11 +310,11 @@ def test_window_classes_fall_inside_their_episodes(week, truth):
 
 def test_ladder_days_carry_the_online_fields(records, truth, week):
     ladder_from = next(p.accepts_from for p in week.processes if p.version == "ladder")
-    cutoff = sim._iso(sim._to_us(ladder_from) + 1_300 * 1_000_000)  # after the old pod drained
+    cutoff = iso(to_us(ladder_from) + 1_300 * 1_000_000)  # after the old pod drained
     extra = _log_field_keys()
     late = [r for r in records if r["type"] == "response" and r["timestamp"] > cutoff]
     assert late and all(list(r)[-len(extra):] == extra for r in late)
-    early = [r for r in records if r["type"] == "response" and r["timestamp"] < sim._iso(sim._to_us(ladder_from))]
+    early = [r for r in records if r["type"] == "response" and r["timestamp"] < iso(to_us(ladder_from))]
     assert early and not any("incident_class" in r for r in early)
     ladders = [r["ladder"] for r in late if r["ladder"]]
     assert ladders, "the ladder should trigger at least once"
@@ -327,7 +329,7 @@ def test_a_wedge_on_a_ladder_day_is_never_recovered():
     wedge = sim.Episode("wedged", "glm-5", "glm-5-vllm-6f9c7d8b5-k7m2q",
                         start + timedelta(days=5, hours=17), start + timedelta(days=5, hours=23))
     week = sim.simulate_week(seed=8, sessions=400, episodes=[wedge])
-    s, e = sim._iso(sim._to_us(wedge.start)), sim._iso(sim._to_us(wedge.end))
+    s, e = iso(to_us(wedge.start)), iso(to_us(wedge.end))
     inside = 0
     truth = {t.request_id: t for t in week.truth()}
     for rec in week.records():
@@ -444,14 +446,14 @@ def test_consolidated_parquet(tmp_path, week):
     assert n == len(day)
     con = duckdb.connect()
     rel = con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'd.parquet'}')")
-    assert rel.columns == list(sim._PARQUET_COLUMNS)
+    assert rel.columns == list(PARQUET_COLUMNS)
     rows = rel.fetchall()
     assert len(rows) == len(day)
     assert sorted(json.loads(r[-1])["timestamp"] for r in rows) == [json.loads(r[-1])["timestamp"] for r in rows]
     originals = {json.dumps(r) for r in day}
     assert all(r[-1] in originals for r in rows)
     types = dict(con.sql(f"DESCRIBE SELECT * FROM read_parquet('{tmp_path / 'd.parquet'}')").fetchall()[i][:2]
-                 for i in range(len(sim._PARQUET_COLUMNS)))
+                 for i in range(len(PARQUET_COLUMNS)))
     assert types["ts"] == "TIMESTAMP WITH TIME ZONE"
     sim.write_consolidated_parquet(iter(day), tmp_path / "legacy.parquet", legacy=True)
     assert con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'legacy.parquet'}')").columns == [
@@ -517,7 +519,7 @@ def test_ground_truth_file(tmp_path, week, truth):
 
 
 def test_import_needs_only_the_standard_library():
-    code = ("import sys, analyzer.simulate; "
+    code = ("import sys, tools.simulator; "
             "bad = [m for m in ('duckdb', 'polars', 'pyarrow', 'httpx', 'pydantic') if m in sys.modules]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

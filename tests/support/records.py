@@ -1,7 +1,10 @@
 """Builders for proxy log records in the shapes the real proxy writes.
 
 Shapes follow the proxy's records as docs/log-format.md describes them: key
-order, `Z` timestamps with microseconds, error texts.
+order, `Z` timestamps with microseconds, error texts. The files they are written
+to (S3 chunk lines, `kubectl logs` stdout with the S3-mode truncation) come from
+the simulator's writers (:mod:`tools.simulator.writers`), so the tests and the
+synthetic week share one model of the proxy's output.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
+
+from tools.simulator.writers import chunk_line, stdout_record_line, write_kubectl_stdout
 
 T0 = datetime(2026, 11, 16, 14, 0, 0, tzinfo=timezone.utc)
 
@@ -105,9 +110,9 @@ DONE_ANSWER = json.dumps({"choices": [{"message": {"content": "Done."}, "finish_
 
 
 def write_jsonl(path: Path, records: Iterable[dict], *, compress: bool = False) -> Path:
-    """Write records as an S3 chunk file (one JSON object per line)."""
+    """Write records as an S3 chunk file (one JSON object per line), gzipped if ``compress``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(r) + "\n" for r in records)
+    text = "".join(chunk_line(r) + "\n" for r in records)
     if compress:
         with gzip.open(path, "wt", encoding="utf-8") as f:
             f.write(text)
@@ -117,45 +122,19 @@ def write_jsonl(path: Path, records: Iterable[dict], *, compress: bool = False) 
 
 
 def stdout_line(rec: dict, *, truncate: bool = False) -> str:
-    """One kubectl stdout line for a record, optionally with S3-mode truncation."""
-    if truncate:
-        rec = {k: _cut(v) for k, v in rec.items() if k != "messages"}
-    if rec["type"] == "request":
-        prefix = "📥 REQUEST: "
-    elif rec.get("error"):
-        prefix = "✗ RESPONSE: "
-    else:
-        prefix = "✓ RESPONSE: "
-    return prefix + json.dumps(rec, ensure_ascii=False)
+    """One kubectl stdout line for a record; ``truncate``: as printed with S3 enabled."""
+    return stdout_record_line(rec, s3_enabled=truncate)
 
 
-def _cut(v: Any) -> Any:
-    if isinstance(v, str) and len(v) > 200:
-        return v[:200] + f"…(+{len(v) - 200} chars)"
-    return v
+def write_stdout(path: Path, records: Iterable[dict], *, truncate: bool = False) -> Path:
+    """Write records as one proxy pod's `kubectl logs` output (gzipped when ``path`` ends in .gz).
 
-
-def write_stdout(path: Path, records: Iterable[dict], *, truncate: bool = False, compress: bool = False) -> Path:
-    """Write records as `kubectl logs` output, with the banner and noise lines."""
-    lines = [
-        "✓ Loaded configuration from /app/config.json",
-        "=" * 60,
-        "🚀 Multi-Provider LLM Proxy Starting",
-        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
-    ]
-    for i, r in enumerate(records):
-        lines.append(stdout_line(r, truncate=truncate))
-        if i % 3 == 2:
-            lines.append('INFO:     10.0.0.7:42250 - "POST /v1/chat/completions HTTP/1.1" 200 OK')
-        if i % 5 == 4:
-            lines.append("⚠️  slow upstream: 12000ms")
-    text = "\n".join(lines) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if compress:
-        with gzip.open(path, "wt", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+    The simulator's stdout writer: the startup banner and uvicorn lines, each record's
+    prefixed line with the access line after a response, and with ``truncate`` (S3
+    enabled) every string cut at 200 characters at any depth, ``messages`` dropped
+    and ``✓ Flushed`` lines.
+    """
+    write_kubectl_stdout(records, path, s3_enabled=truncate)
     return path
 
 
