@@ -51,8 +51,6 @@ def _group(
 # Options several commands take, declared once.
 Db = Annotated[Optional[Path], typer.Option(
     "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb].")]
-
-
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 # --since/--until take ISO 8601 (UTC) or an age before now (analyzer.summary.parse_time).
 Since = Annotated[Optional[str], typer.Option(

@@ -21,9 +21,7 @@ Metric files given by path are forgotten too (their samples).
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any

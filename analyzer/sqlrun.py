@@ -56,6 +56,8 @@ class QueryParamError(AnalyzerError):
     """A ``$name`` parameter is missing, malformed, or not one the query takes."""
 
     exit_code = ExitCode.USAGE
+    #: The parameters the query needs and was not given (the error is about those).
+    missing: tuple[str, ...] = ()
 
 
 class SqlError(AnalyzerError):
@@ -200,28 +202,13 @@ def bind_params(query: ResolvedQuery, given: Mapping[str, Any]) -> dict[str, Any
         raise QueryParamError(f"{query.label} has no parameter {', '.join(extra)} (it takes: {takes})")
     missing = [p for p in used if p not in given and p not in declared]
     if missing:
-        flags = " ".join(f"--param {p}=VALUE" for p in missing)
-        raise QueryParamError(f"{query.label} needs parameter {', '.join('$' + p for p in missing)}: pass {flags}")
+        err = QueryParamError(f"{query.label} needs parameter {', '.join('$' + p for p in missing)}")
+        err.missing = tuple(missing)  # `analyze sql` says which --param to pass
+        raise err
     out = {p: given.get(p) for p in used}
     for p in TIME_PARAMS:
         if p in out:
             out[p] = _time_value(p, out[p])
-    return out
-
-
-def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
-    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
-
-    Raises:
-        QueryParamError: an item without ``=`` or with an invalid name.
-    """
-    out: dict[str, str | None] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        key = key.strip().lstrip("$")
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
-        out[key] = value if value != "" else None
     return out
 
 

@@ -58,8 +58,8 @@ def parse_time(value: str | None, name: str, now: datetime | None = None) -> dat
     try:
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as exc:
-        raise AnalyzerError(f"--{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
-                            ExitCode.USAGE) from exc
+        raise AnalyzerError(f"{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
+                            ExitCode.USAGE, param=name) from exc
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
     return dt

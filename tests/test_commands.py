@@ -18,6 +18,8 @@ from analyzer.errors import AnalyzerError, ExitCode
 from analyzer.metrics import parse_model_map
 from analyzer.metrics.prometheus import parse_selector
 from analyzer.replay import endpoint_url, load_tools_file
+from analyzer.sqlrun import QueryParamError, bind_params, resolve
+from analyzer.summary import parse_time
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,10 +45,17 @@ def test_library_errors_name_no_option(tmp_path):
         (_library_error(parse_selector, '__name__="up"'), "selector", "select by labels"),
         (_library_error(parse_model_map, ["nonsense"]), "model_map", "LOG_MODEL=METRIC_MODEL_NAME"),
         (_library_error(endpoint_url, "ftp://host"), "endpoint", "endpoint must be an http(s) URL"),
+        (_library_error(parse_time, "yesterday", "since"), "since", "since: not an ISO-8601 date"),
     ]
     for err, param, words in cases:
         assert err.param == param and words in str(err) and "--" not in str(err), str(err)
         assert err.exit_code in (ExitCode.USAGE, ExitCode.NO_INPUT)
+
+
+def test_a_missing_query_parameter_is_said_without_the_option():
+    with pytest.raises(QueryParamError) as err:
+        bind_params(resolve("SELECT $x AS x"), {})
+    assert str(err.value) == "the SQL needs parameter $x" and err.value.missing == ("x",)
 
 
 def test_naming_puts_the_option_in_place_of_the_parameter():
@@ -78,6 +87,14 @@ def test_the_command_line_still_names_its_options(tmp_path):
          ExitCode.USAGE, "analyze: error: --prometheus-selector: want label matchers"),
         ((str(logs), "--db", "a.duckdb", "--prometheus", "ftp://host"),
          ExitCode.USAGE, "analyze: error: --prometheus: not an http(s) URL: 'ftp://host'"),
+        ((str(logs), "--db", "a.duckdb", "--since", "yesterday"),
+         ExitCode.USAGE, "analyze: error: --since: not an ISO-8601 date or time, nor an age such as 24h or 7d: "),
+        (("forget", "--db", "a.duckdb", "--until", "soon"),
+         ExitCode.USAGE, "analyze: error: --until: not an ISO-8601 date or time"),
+        (("report", "--db", "a.duckdb", "--since", "monday"),
+         ExitCode.USAGE, "analyze: error: --since: not an ISO-8601 date or time"),
+        (("sql", "--db", "a.duckdb", "SELECT $x AS x"),
+         ExitCode.USAGE, "analyze: error: the SQL needs parameter $x: pass --param x=VALUE"),
         ((str(logs), "--db", "a.duckdb", "--model-map", "nonsense"),
          ExitCode.USAGE, "analyze: error: --model-map: want LOG_MODEL=METRIC_MODEL_NAME, got 'nonsense'"),
     ]

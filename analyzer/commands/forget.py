@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import AnalyzerError, ExitCode
-from .options import existing_db
+from .options import existing_db, naming
 
 
 def forget_command(paths: list[str], *, since: str | None, until: str | None, dry_run: bool = False,
@@ -25,7 +25,8 @@ def forget_command(paths: list[str], *, since: str | None, until: str | None, dr
     if not paths and since is None and until is None:
         raise AnalyzerError("say what to forget: file paths (or folders, globs), and/or --since/--until",
                             ExitCode.USAGE)
-    since_dt, until_dt = parse_range(since, until)
+    with naming(since="--since", until="--until"):
+        since_dt, until_dt = parse_range(since, until)
     target = existing_db(db)
     if not target.exists():
         raise DatabaseError(f"no database at {target}")

@@ -19,11 +19,12 @@ def option_message(err: AnalyzerError, flag: str) -> str:
     """``err``'s message with ``flag`` for its parameter.
 
     A message that starts with the parameter's name (``endpoint must be an
-    http(s) URL``) gets the flag in its place (``--endpoint must be ...``); any
-    other gets the flag in front (``--tools: cannot read ...``).
+    http(s) URL``, ``since: not an ISO-8601 date``) gets the flag in its place
+    (``--endpoint must be ...``, ``--since: not ...``); any other gets the flag
+    in front (``--tools: cannot read ...``).
     """
     text = str(err)
-    if err.param and text.startswith(err.param + " "):
+    if err.param and text.startswith((err.param + " ", err.param + ":")):
         return flag + text[len(err.param):]
     return f"{flag}: {text}"
 

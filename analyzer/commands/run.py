@@ -15,7 +15,7 @@ from .options import existing_db, naming
 
 # The library's parameters as `analyze run` spells them.
 _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
-          "model_map": "--model-map"}
+          "model_map": "--model-map", "since": "--since", "until": "--until"}
 
 
 def run(

@@ -7,9 +7,11 @@ stdout as a table, CSV or JSON; the row count and errors go to stderr.
 
 from __future__ import annotations
 
+import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
 import duckdb
 
@@ -41,8 +43,13 @@ def run_sql(
         UnknownQueryError, QueryParamError, SqlError (exit 2);
         analyzer.errors.DatabaseError (exit 5).
     """
+    with _param_flags():
+        return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, out=out, err=err)
+
+
+def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
     from ..sqlrun import (FORMATS, READ_ONLY_SETTINGS, SqlError, bind_params, check_read_only, execute,
-                          fetch_rows, list_queries, parse_param_args, resolve, WRITERS)
+                          fetch_rows, list_queries, resolve, WRITERS)
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -81,3 +88,35 @@ def run_sql(
         con.close()
     print(f"({n} row{'s' if n != 1 else ''})", file=err)
     return n
+
+
+@contextmanager
+def _param_flags() -> Iterator[None]:
+    """A query's missing parameters, said as the ``--param`` options that give them."""
+    from ..sqlrun import QueryParamError
+
+    try:
+        yield
+    except QueryParamError as exc:
+        if exc.missing:
+            exc.args = (f"{exc}: pass {' '.join(f'--param {p}=VALUE' for p in exc.missing)}", *exc.args[1:])
+            exc.missing = ()
+        raise
+
+
+def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
+    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
+
+    Raises:
+        analyzer.sqlrun.QueryParamError: an item without ``=`` or with an invalid name.
+    """
+    out: dict[str, str | None] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("$")
+        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            from ..sqlrun import QueryParamError
+
+            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
+        out[key] = value if value != "" else None
+    return out
