@@ -9,7 +9,7 @@ import errno
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -48,15 +48,29 @@ def _group(
     """Log analytics and incident classification for LLM proxies fronting GLM on vLLM."""
 
 
+# Options several commands take, declared once.
+Db = Annotated[Optional[Path], typer.Option(
+    "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb].")]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+# --since/--until take ISO 8601 (UTC) or an age before now (analyzer.summary.parse_time).
+Since = Annotated[Optional[str], typer.Option(
+    "--since", metavar="TIME", help="From this time on: ISO 8601 (UTC) or an age such as 24h, 7d.")]
+Until = Annotated[Optional[str], typer.Option(
+    "--until", metavar="TIME", help="Before this time (exclusive): ISO 8601 (UTC) or an age such as 1h.")]
+Models = Annotated[Optional[List[str]], typer.Option(
+    "--model", metavar="NAME",
+    help="Only these models in the summary: a name or a LIKE pattern such as 'glm%' (repeatable).")]
+
+
 @app.command("run")
 def run_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    db: Db = None,
+    json_out: Json = False,
     strict: bool = typer.Option(False, "--strict", help="Fail on the first malformed line instead of quarantining it."),
-    model: Optional[List[str]] = typer.Option(None, "--model", metavar="NAME", help="Only these models in the summary: a name or a LIKE pattern such as 'glm%' (repeatable)."),
-    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Only turns at or after this time: ISO 8601 (UTC) or an age such as 24h, 7d."),
-    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="Only turns before this time: ISO 8601 (UTC) or an age such as 1h."),
+    model: Models = None,
+    since: Since = None,
+    until: Until = None,
     metrics: Optional[List[str]] = typer.Option(None, "--metrics", metavar="PATH", help="Prometheus exports, scrapes or CSV: files, folders, globs; several after one --metrics, up to the next option (repeatable)."),
     wedge_window: Optional[str] = typer.Option(None, "--wedge-window", metavar="DURATION", help="A flat generation counter this long with demand is a wedge, for this run only [default: the one the database stores, else 5m]."),
     save_wedge_window: bool = typer.Option(False, "--save-wedge-window", help="Store the windows of --wedge-window: later commands use them."),
@@ -68,20 +82,12 @@ def run_cmd(
     prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
-    from .oncall import check_fail_on, parse_fail_on
-    from .pipeline import run_main_job, summary_from_database
+    from .commands.run import run
 
-    thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
-    if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
-        summary = summary_from_database(db=db, json_out=json_out, models=model, since=since, until=until,
-                                        wedge_window=wedge_window, save_wedge_window=save_wedge_window)
-    else:
-        summary = run_main_job(files=files or [], db=db, json_out=json_out, strict=strict, models=model,
-                               since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                               save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
-                               caller_deadline_s=caller_deadline, prometheus_selector=prometheus_selector,
-                               prometheus_timeout=prometheus_timeout)
-    check_fail_on(summary, thresholds)
+    run(files=files or [], db=db, json_out=json_out, strict=strict, models=model, since=since, until=until,
+        metrics=metrics, wedge_window=wedge_window, save_wedge_window=save_wedge_window, prometheus=prometheus,
+        model_map=model_map, fail_on=fail_on, caller_deadline_s=caller_deadline,
+        prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout)
 
 
 @app.command("sql")
@@ -89,12 +95,12 @@ def sql_cmd(
     query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
     param: Optional[List[str]] = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", help="A $name parameter as NAME=VALUE (repeatable)."),
     fmt: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output format: table, csv or json."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    db: Db = None,
     write: bool = typer.Option(False, "--write", help="Open the database read-write (default: read-only)."),
     list_only: bool = typer.Option(False, "--list", help="List the queries/ files and their parameters."),
 ) -> None:
     """Run SQL or a query from queries/ on the database and print a table, CSV or JSON."""
-    from .sqlrun import run_sql
+    from .commands.sql import run_sql
 
     run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only)
 
@@ -102,10 +108,10 @@ def sql_cmd(
 @app.command("export")
 def export_cmd(
     parquet: Path = typer.Option(..., "--parquet", metavar="DIR", help="Directory to write day=YYYY-MM-DD/*.parquet into (replaced on re-export)."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    db: Db = None,
 ) -> None:
     """Write the classified turns as Parquet partitioned by day, for bigger engines."""
-    from .export import export_command
+    from .commands.export import export_command
 
     export_command(parquet, db=db)
 
@@ -116,10 +122,10 @@ def sync_cmd(
     s3_profile: Optional[str] = typer.Option(None, "--s3-profile", metavar="NAME", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
     s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", metavar="URL", help="S3-compatible endpoint URL [default: $AWS_ENDPOINT_URL]."),
     cache: Optional[Path] = typer.Option(None, "--cache", metavar="DIR", help="Local cache [default: $ANALYZER_S3_CACHE or ~/.cache/analyzer/s3]."),
-    json_out: bool = typer.Option(False, "--json", help="Print what was synced as JSON."),
+    json_out: Json = False,
 ) -> None:
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
-    from .objectstore import sync_command
+    from .commands.sync import sync_command
 
     sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
 
@@ -127,19 +133,20 @@ def sync_cmd(
 @app.command("report")
 def report_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    db: Db = None,
     week: Optional[str] = typer.Option(None, "--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W47 [default: the last complete week in the data]."),
-    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Report from this time instead of a week (ISO 8601, UTC)."),
-    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="Report until this time, exclusive (ISO 8601, UTC)."),
+    since: Since = None,
+    until: Until = None,
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="HTML file to write [default: ./report-<week>.html]."),
     plotly_cdn: bool = typer.Option(False, "--plotly-cdn", help="Link plotly.js from its CDN instead of embedding it (smaller, needs network)."),
 ) -> None:
-    """Render the weekly HTML report (one self-contained file) and print its path."""
-    from .report import make_report
+    """Render the weekly HTML report (one self-contained file) and print its path.
 
-    path = make_report(db, files or None, week=week, since=since, until=until, output=output,
-                       plotly="cdn" if plotly_cdn else "inline")
-    print(path)
+    --since/--until report that range instead of a week.
+    """
+    from .commands.report import report_command
+
+    report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn)
 
 
 @app.command("replay")
@@ -156,11 +163,11 @@ def replay_cmd(
     flatten: bool = typer.Option(False, "--flatten", help="Also try the opt-in flatten_transcript rung."),
     timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds to wait for one upstream answer."),
     time_budget: float = typer.Option(120.0, "--time-budget", metavar="SECONDS", help="Seconds the ladder's retries of one turn may take in all."),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    json_out: Json = False,
+    db: Db = None,
 ) -> None:
     """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
-    from .replay import replay_command
+    from .commands.replay import replay_command
 
     replay_command(endpoint=endpoint, api_key_env=api_key_env, dry_run=dry_run, limit=limit,
                    concurrency=concurrency, rate=rate, model=model, only_models=only_model or None,
@@ -172,14 +179,17 @@ def replay_cmd(
 def forget_cmd(
     paths: Optional[List[str]] = typer.Argument(None, metavar="PATHS", show_default=False,
                                                 help="Files to forget: paths or globs as the database holds them (see `analyze --db X`)."),
-    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help="Forget the files whose records all lie at or after this time."),
-    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help="... and before this time."),
+    since: Since = None,
+    until: Until = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be forgotten; change nothing."),
-    json_out: bool = typer.Option(False, "--json", help="Print what was forgotten as JSON."),
-    db: Optional[Path] = typer.Option(None, "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb]."),
+    json_out: Json = False,
+    db: Db = None,
 ) -> None:
-    """Remove files (their records and quarantined lines) from the database and re-derive the rest."""
-    from .forget import forget_command
+    """Remove files (their records and quarantined lines) from the database and re-derive the rest.
+
+    --since/--until choose the files whose records all lie in that range.
+    """
+    from .commands.forget import forget_command
 
     forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
 

@@ -22,14 +22,23 @@ class ExitCode(IntEnum):
 
 
 class AnalyzerError(Exception):
-    """An error with a message meant for the operator and an exit code."""
+    """An error with a message meant for the operator and an exit code.
+
+    ``param`` names the argument of the library function the error is about
+    (``"tools_file"``, ``"selector"``), when it is about one: the message speaks
+    of the value, and the command line names its option in front of it
+    (:func:`analyzer.commands.options.naming`).
+    """
 
     exit_code: ExitCode = ExitCode.FAILED
+    param: str | None = None
 
-    def __init__(self, message: str, exit_code: ExitCode | None = None):
+    def __init__(self, message: str, exit_code: ExitCode | None = None, *, param: str | None = None):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+        if param is not None:
+            self.param = param
 
 
 class InputError(AnalyzerError):

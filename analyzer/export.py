@@ -119,21 +119,6 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def export_command(out_dir: str | Path, db: str | Path | None = None) -> ExportReport:
-    """``analyze export --parquet DIR``: export from the database (opened read-only) and print a summary."""
-    from .db import connect
-
-    con = connect(db, read_only=True)
-    try:
-        report = export_parquet(con, out_dir)
-    finally:
-        con.close()
-    removed = f", removed {len(report.removed_days)} stale day(s)" if report.removed_days else ""
-    span = f" ({report.days[0]} .. {report.days[-1]})" if report.days else ""
-    print(f"exported {report.rows:,} turns in {len(report.days)} day partition(s){span} to {report.path}{removed}")
-    return report
-
-
 def open_export(parquet_dir: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection whose ``turns`` view reads an export.
 

@@ -21,9 +21,7 @@ Metric files given by path are forgotten too (their samples).
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,50 +160,3 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
     refresh_turns(con)
     con.execute("DROP TABLE IF EXISTS forget_ids")
     return report
-
-
-def forget_command(paths: list[str], *, since: str | None, until: str | None, dry_run: bool = False,
-                   json_out: bool = False, db: Path | None = None) -> ForgetReport:
-    """``analyze forget``: select, remove, re-derive, and say what was done (stdout)."""
-    from .db import connect
-    from .paths import default_db_path
-    from .safetext import terminal_text
-    from .summary import parse_range
-
-    if not paths and since is None and until is None:
-        raise AnalyzerError("say what to forget: file paths (or folders, globs), and/or --since/--until",
-                            ExitCode.USAGE)
-    since_dt, until_dt = parse_range(since, until)
-    target = Path(db) if db is not None else default_db_path()
-    if not target.exists():
-        from .errors import DatabaseError
-
-        raise DatabaseError(f"no database at {target}")
-    con = connect(target)
-    try:
-        report = forget(con, paths, since=since_dt, until=until_dt, dry_run=dry_run)
-    finally:
-        con.close()
-    if json_out:
-        print(json.dumps(report.to_dict(), indent=2))
-        return report
-    verb = "would forget" if dry_run else "forgot"
-    print(f"{verb} {len(report.files):,} file(s): {report.records:,} records, {report.quarantined:,} quarantined lines"
-          + (f", {report.replay_attempts:,} replay attempts" if report.replay_attempts else "")
-          + (f", {report.metric_samples:,} metric samples from {len(report.metric_sources)} source(s)"
-             if report.metric_sources else ""))
-    for p in report.files[:10]:
-        print(f"  {terminal_text(p)}")
-    if len(report.files) > 10:
-        print(f"  ... and {len(report.files) - 10} more")
-    if report.kept_straddling:
-        print(f"kept {report.kept_straddling} file(s) with records on both sides of the range")
-    if report.reread:
-        print(f"read again {len(report.reread)} file(s) that held copies of forgotten records")
-    if report.reread_missing:
-        print(f"note: {len(report.reread_missing)} file(s) that held copies are gone from disk; "
-              "their copies are not in the database", file=sys.stderr)
-    if report.windows_recomputed:
-        print("pod windows recomputed with the stored wedge window; classification up to date")
-    return report
-

@@ -17,11 +17,12 @@ from typing import Any
 
 import duckdb
 
+from .isotime import iso_utc as _iso
+
 #: The wedge window when neither the option nor the database says one. It is also
 #: the counter rules' scrape gap (queries/counter_rules.sql reads the same setting
 #: and default): a hole longer than the window is unknown time.
 DEFAULT_WEDGE_WINDOW_S = 300.0
-_FORMS = {"jsonl": "S3 chunk/JSONL", "kubectl": "kubectl stdout", "parquet": "Parquet"}
 _DAY_DIR = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # Record days further apart than this are separate periods.
 _PERIOD_GAP = timedelta(days=1)
@@ -84,10 +85,6 @@ def holdings(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "metrics_last": _iso(s_last),
         "wedge_window_s": stored_wedge_window(con),
     }
-
-
-def _iso(ts: datetime | None) -> str | None:
-    return ts.isoformat() + "Z" if ts else None
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -192,14 +192,6 @@ def _save_manifest(path: Path, bucket: str, objects: dict[str, dict[str, Any]]) 
     os.replace(tmp, path)
 
 
-def local_target(url: str, *, endpoint_url: str | None = None, cache_dir: str | Path | None = None) -> str:
-    """Where the objects of ``url`` are mirrored: a local glob ingestion can expand."""
-    bucket, prefix = parse_url(url)
-    endpoint = endpoint_url or endpoint_from_env()
-    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-    return _local(root / _endpoint_dir(endpoint) / bucket, prefix)
-
-
 def _local(mirror: Path, prefix: str) -> str:
     # A whole bucket or "folder" is a directory; a partial key prefix (or a glob)
     # is a glob inside the bucket's mirror.
@@ -332,14 +324,3 @@ def sync_for_ingest(url: str) -> str:
         raise InputError(f"{url}: no proxy log objects under this prefix "
                          "(expected YYYY-MM-DD/*.jsonl or consolidated/**/*.parquet)")
     return report.local
-
-
-def sync_command(url: str, *, profile: str | None = None, endpoint_url: str | None = None,
-                 cache_dir: str | Path | None = None, json_out: bool = False) -> SyncReport:
-    """``analyze sync``: mirror the bucket prefix and print what was done."""
-    report = sync(url, profile=profile, endpoint_url=endpoint_url, cache_dir=cache_dir)
-    if json_out:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(report.describe())
-    return report

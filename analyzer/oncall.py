@@ -10,8 +10,8 @@ cron job's thresholds over the summary, crossing one exits with
 :attr:`analyzer.errors.ExitCode.THRESHOLD`.
 
 Every piece of log text in the block (model and provider names, error texts)
-has been through :func:`analyzer.report.redact.redact`; :func:`terminal_text`
-also makes it safe to print.
+has been through :func:`analyzer.report.redact.redact`;
+:func:`analyzer.terminal.print_oncall` prints it with control characters escaped.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import duckdb
 
 from .errors import AnalyzerError, ExitCode
+from .isotime import iso_utc as _iso
 from .online import CLASSES
 
 #: Two 429s of one provider and model at most this far apart are one burst.
@@ -43,10 +44,6 @@ def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> 
     cur = execute(con, name, params)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row)) for row in cur.fetchall()]
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() + "Z" if value is not None else None
 
 
 def _num(value: Any) -> Any:
@@ -148,30 +145,6 @@ def build_oncall(
         "parameters": {"burst_gap_s": burst_gap_s, "burst_min_turns": burst_min_turns,
                        "incident_min_calls": incident_min_calls},
     }
-
-
-# ---------------------------------------------------------------------------
-# Terminal safety
-
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def terminal_text(text: Any, limit: int | None = None) -> str:
-    """Log text made safe for a terminal: control characters shown as ``\\xNN``, never sent.
-
-    Escape sequences (``\\x1b]0;...``), carriage returns, bidirectional overrides
-    and zero-width characters are written out visibly, so a model name or error
-    text can neither retitle the window nor rewrite what was printed before it.
-    The caller still escapes rich markup (or prints with ``markup=False``).
-    """
-    if text is None:
-        return "-"
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                     else f"\\u{ord(m.group()):04x}", str(text))
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
 
 
 # ---------------------------------------------------------------------------

@@ -68,8 +68,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -82,6 +80,7 @@ import duckdb
 from .db import transaction
 from .urls import public_url
 from .errors import AnalyzerError, ExitCode
+from .isotime import iso_utc
 from .online import (
     ALL_RUNGS,
     DEFAULT_RUNGS,
@@ -94,7 +93,7 @@ from .online import (
     normalize_thinking,
     rung_payloads,
 )
-from .online.ladder import NOT_TRIGGERED, TRANSPORT_ERROR
+from .online.ladder import TRANSPORT_ERROR
 
 #: Statuses of the *first* call that mean the replay is misconfigured (bad key,
 #: wrong URL, unknown model), not that the model failed: they stop the replay.
@@ -138,7 +137,7 @@ class ReplayTurn:
 
     def key(self) -> str:
         """The turn's identity in messages: request id and request time."""
-        return f"{self.request_id}@{_iso(self.ts)}"
+        return f"{self.request_id}@{iso_utc(self.ts, 'microseconds')}"
 
 
 @dataclass
@@ -179,28 +178,29 @@ def _payload_summary(rung: str, p: dict) -> dict[str, Any]:
     }
 
 
-def load_tools_file(path: str | Path) -> dict[str, list[dict]]:
+def load_tools_file(tools_file: str | Path) -> dict[str, list[dict]]:
     """Read tool definitions: a JSON list (every turn) or an object origin -> list.
 
     Returns a mapping with ``"*"`` for the default. Raises AnalyzerError (usage)
     when the file is missing or is not tool definitions.
     """
-    p = Path(path)
+    p = Path(tools_file)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise AnalyzerError(f"--tools: cannot read {p}: {exc.strerror or exc}", ExitCode.NO_INPUT) from exc
+        raise AnalyzerError(f"cannot read {p}: {exc.strerror or exc}", ExitCode.NO_INPUT, param="tools_file") from exc
     except ValueError as exc:
-        raise AnalyzerError(f"--tools: {p} is not JSON: {exc}", ExitCode.USAGE) from exc
+        raise AnalyzerError(f"{p} is not JSON: {exc}", ExitCode.USAGE, param="tools_file") from exc
     table = {"*": doc} if isinstance(doc, list) else doc
     if not isinstance(table, dict):
-        raise AnalyzerError(f"--tools: {p} must hold a list of tool definitions or an object of such lists",
-                            ExitCode.USAGE)
+        raise AnalyzerError(f"{p} must hold a list of tool definitions or an object of such lists",
+                            ExitCode.USAGE, param="tools_file")
     for key, tools in table.items():
         if not isinstance(tools, list) or not all(_is_tool(t) for t in tools):
             raise AnalyzerError(
-                f"--tools: {p}: {key!r} is not a list of tool definitions "
-                '({"type": "function", "function": {"name": ..., "parameters": ...}})', ExitCode.USAGE)
+                f"{p}: {key!r} is not a list of tool definitions "
+                '({"type": "function", "function": {"name": ..., "parameters": ...}})', ExitCode.USAGE,
+                param="tools_file")
     return table
 
 
@@ -322,7 +322,8 @@ def plan_replay(
         model: the model name to send (default: each turn's logged model).
         flatten: also try the opt-in ``flatten_transcript`` rung.
     """
-    from .summary import is_glm, like_match
+    from .focus import is_glm
+    from .summary import like_match
 
     # --only-model takes names or LIKE patterns, as --model does in the summary
     wanted = (lambda m: any(like_match(m, p) for p in only_models)) if only_models else is_glm
@@ -433,7 +434,8 @@ def endpoint_url(endpoint: str) -> str:
     """
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise AnalyzerError(f"--endpoint must be an http(s) URL, got {public_endpoint(endpoint)!r}", ExitCode.USAGE)
+        raise AnalyzerError(f"endpoint must be an http(s) URL, got {public_endpoint(endpoint)!r}", ExitCode.USAGE,
+                            param="endpoint")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path = (path or "/v1") + "/chat/completions"
@@ -458,7 +460,7 @@ class TurnOutcome:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the turn's replay."""
         return {
-            "request_id": self.turn.request_id, "ts": _iso(self.turn.ts), "session_id": self.turn.session_id,
+            "request_id": self.turn.request_id, "ts": iso_utc(self.turn.ts, 'microseconds'), "session_id": self.turn.session_id,
             "model": self.turn.model, "sent_model": self.turn.payload.get("model"),
             "logged_trigger": self.turn.logged_trigger, "tools_source": self.turn.tools_source,
             "notes": self.turn.notes, "trigger": self.trigger, "outcome": self.outcome,
@@ -510,15 +512,7 @@ def _count(items: Iterable[str]) -> dict[str, int]:
 
 
 def _skipped_dict(s: SkippedTurn) -> dict[str, Any]:
-    return {"request_id": s.request_id, "ts": _iso(s.ts), "model": s.model, "reason": s.reason}
-
-
-def _iso(ts: datetime) -> str:
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class _Fatal(Exception):
-    """The endpoint cannot serve this replay at all."""
+    return {"request_id": s.request_id, "ts": iso_utc(s.ts, 'microseconds'), "model": s.model, "reason": s.reason}
 
 
 def check_api_key(key: str, source: str = "the API key") -> str:
@@ -602,7 +596,7 @@ async def areplay(
     import httpx
 
     if concurrency < 1:
-        raise AnalyzerError("--concurrency must be at least 1", ExitCode.USAGE)
+        raise AnalyzerError("concurrency must be at least 1", ExitCode.USAGE, param="concurrency")
     url = endpoint_url(endpoint)
     public = public_endpoint(url)
     if api_key:
@@ -678,99 +672,15 @@ def _transport_outcome(turn: ReplayTurn, exc: BaseException, latency_ms: int, sc
     return TurnOutcome(turn, None, TRANSPORT_ERROR, None, [att])
 
 
-# ---------------------------------------------------------------------------
-# The command
-
-
-def replay_command(
-    *,
-    endpoint: str | None,
-    api_key_env: str | None = None,
-    dry_run: bool = False,
-    limit: int | None = None,
-    concurrency: int = 2,
-    rate: float = 2.0,
-    model: str | None = None,
-    only_models: list[str] | None = None,
-    tools_file: Path | None = None,
-    flatten: bool = False,
-    timeout_s: float = 300.0,
-    time_budget_s: float = 120.0,
-    json_out: bool = False,
-    db: Path | None = None,
-) -> dict[str, Any]:
-    """``analyze replay``: plan, then print (dry run) or send, store and print.
-
-    Returns the JSON-ready report that ``--json`` prints.
-    """
-    from .db import connect
-    from .turns import ensure_turns
-
-    if limit is not None and limit < 1:
-        raise AnalyzerError("--limit must be at least 1", ExitCode.USAGE)
-    if rate is not None and rate < 0:
-        raise AnalyzerError("--rate must be >= 0 (0: no bound)", ExitCode.USAGE)
-    if concurrency < 1:
-        raise AnalyzerError("--concurrency must be at least 1", ExitCode.USAGE)
-    url = None
-    api_key = None
-    if not dry_run:
-        if not endpoint:
-            raise AnalyzerError("--endpoint URL is required (or use --dry-run to see what would be sent)",
-                                ExitCode.USAGE)
-        url = endpoint_url(endpoint)
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise AnalyzerError(f"--api-key-env: the environment variable {api_key_env} is not set or empty",
-                                    ExitCode.USAGE)
-            check_api_key(api_key, f"the API key in ${api_key_env}")
-    elif endpoint:
-        url = endpoint_url(endpoint)
-    tools = load_tools_file(tools_file) if tools_file else None
-
-    con = connect(db)
-    try:
-        ensure_turns(con)
-        if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
-            raise AnalyzerError("the database holds no records; run `analyze FILES...` first", ExitCode.NO_INPUT)
-        plan = plan_replay(con, only_models=only_models, limit=limit, tools=tools, model=model, flatten=flatten)
-        if dry_run:
-            doc = _dry_run_doc(plan, url)
-            if json_out:
-                print(json.dumps(doc, indent=2, default=str))
-            else:
-                _print_dry_run(plan, doc)
-            return doc
-        if not plan.turns:
-            doc = {"endpoint": public_endpoint(url), "dry_run": False, "turns": [], "skipped":
-                   [_skipped_dict(s) for s in plan.skipped], "not_captured": plan.not_captured, "per_rung": [],
-                   "outcomes": {}, "stored_attempts": 0, "not_recovered_from_logs": list(NOT_RECOVERED)}
-            if json_out:
-                print(json.dumps(doc, indent=2, default=str))
-            else:
-                _print_header(plan, public_endpoint(url), dry=False)
-            return doc
-        report = replay(con, plan, url, api_key=api_key, concurrency=concurrency, rate=rate or None,
-                        timeout_s=timeout_s, time_budget_s=time_budget_s)
-    finally:
-        con.close()
-    doc = report.to_dict()
-    if json_out:
-        print(json.dumps(doc, indent=2, default=str))
-    else:
-        _print_report(report)
-    return doc
-
-
-def _dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
+def dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
+    """What a dry run would send: per turn the payload and each rung's shape (what ``--json`` prints)."""
     return {
         "endpoint": public_endpoint(url) if url else None,
         "dry_run": True,
         "rungs": list(plan.rungs),
         "turns": [{
-            "request_id": t.request_id, "ts": _iso(t.ts), "session_id": t.session_id, "model": t.model,
-            "sent_model": t.payload.get("model"), "logged_trigger": t.logged_trigger,
+            "request_id": t.request_id, "ts": iso_utc(t.ts, 'microseconds'), "session_id": t.session_id,
+            "model": t.model, "sent_model": t.payload.get("model"), "logged_trigger": t.logged_trigger,
             "system_prompts_rehydrated": t.system_prompts, "tools_source": t.tools_source, "notes": t.notes,
             "payloads": plan.rung_summaries(t), "payload": t.payload,
         } for t in plan.turns],
@@ -780,70 +690,8 @@ def _dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
     }
 
 
-def _say(text: str = "") -> None:
-    """Print a line of the text report: request ids and model names are log text, shown escaped."""
-    from .safetext import printable
-
-    print(printable(text))
-
-
-def _print_header(plan: ReplayPlan, endpoint: str | None, *, dry: bool) -> None:
-    which = "GLM models" if not plan.models else ", ".join(plan.models)
-    n = len(plan.turns)
-    if dry:
-        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
-              + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
-    else:
-        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
-    _say(f"ladder rungs: {', '.join(plan.rungs)}")
-    if plan.not_captured:
-        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
-    for s in plan.skipped:
-        _say(f"skipped {s.request_id} {_iso(s.ts)}: {s.reason}")
-    if not n:
-        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
-              + ("" if not plan.models else " for these models"))
-        return
-    stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
-    if stand_ins:
-        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
-              "(definitions are not logged; pass --tools FILE for the real ones)")
-    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
-
-
-def _print_dry_run(plan: ReplayPlan, doc: dict[str, Any]) -> None:
-    _print_header(plan, doc["endpoint"], dry=True)
-    for t, d in zip(plan.turns, doc["turns"]):
-        _say()
-        _say(f"{t.request_id} {_iso(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
-              f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
-        for note in t.notes:
-            _say(f"  note: {note}")
-        for p in d["payloads"]:
-            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
-                  f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
-
-
-def _print_report(report: ReplayReport) -> None:
-    _print_header(report.plan, report.endpoint, dry=False)
-    _say()
-    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
-          f"{'recovered at':<17} attempts")
-    for o in report.outcomes:
-        _say(f"{o.turn.request_id:<10} {_iso(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
-              f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
-    rows = report.per_rung()
-    if rows:
-        _say()
-        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
-        for r in rows:
-            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
-    counts = _count(o.outcome for o in report.outcomes)
-    _say()
-    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if counts.get(NOT_TRIGGERED):
-        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
-              "they count in no recovery rate")
-    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
-          "(ladder_attempts / ladder_summary rows with source = 'replay')")
-    sys.stdout.flush()
+def nothing_replayed_doc(plan: ReplayPlan, url: str) -> dict[str, Any]:
+    """The report of a replay with no eligible turn (the shape of :meth:`ReplayReport.to_dict`)."""
+    return {"endpoint": public_endpoint(url), "dry_run": False, "turns": [],
+            "skipped": [_skipped_dict(s) for s in plan.skipped], "not_captured": plan.not_captured,
+            "per_rung": [], "outcomes": {}, "stored_attempts": 0, "not_recovered_from_logs": list(NOT_RECOVERED)}

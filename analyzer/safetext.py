@@ -28,11 +28,6 @@ def printable(text: object) -> str:
     return _CONTROL.sub(_escape, s)
 
 
-def has_control(text: str) -> bool:
-    """True when ``text`` holds a character :func:`printable` would escape."""
-    return bool(_CONTROL.search(text))
-
-
 def terminal_text(text: object) -> str:
     """Log text for the terminal: credentials redacted (the report's redactor), controls escaped."""
     from .report.redact import redact

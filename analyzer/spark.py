@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from .sqlrun import _NOT_CODE, _PLACEHOLDER, bind_params, resolve
+from .sqlrun import bind_params, resolve, substitute_placeholders
 
 #: Questions written in the SQL that DuckDB and Spark SQL share (no macros,
 #: QUALIFY, GROUP BY ALL, list functions or DuckDB-only aggregates).
@@ -31,14 +31,7 @@ PORTABLE = ("classes_by_day", "failures_by_day", "failures_by_client")
 
 def to_spark_sql(sql: str) -> str:
     """``$name`` placeholders (outside strings and comments) as Spark's ``:name`` markers."""
-    out: list[str] = []
-    pos = 0
-    for m in _NOT_CODE.finditer(sql):
-        out.append(_PLACEHOLDER.sub(r":\1", sql[pos:m.start()]))
-        out.append(m.group())
-        pos = m.end()
-    out.append(_PLACEHOLDER.sub(r":\1", sql[pos:]))
-    return "".join(out)
+    return substitute_placeholders(sql, r":\1")
 
 
 def local_session(app_name: str = "analyzer", master: str = "local[1]"):

@@ -1,16 +1,15 @@
-"""``analyze sql``: run SQL text or a ``queries/`` file on the database, print the result.
+"""SQL text or a ``queries/`` file, resolved, bound and run on the database; its rows as a table, CSV or JSON.
 
 QUERY is either the name of a file of ``queries/`` (a question such as
 ``failures_by_day``, or a view such as ``turns``), a path to a ``.sql`` file, or
-SQL text. ``$name`` placeholders take ``--param name=value``; a question's
-declared parameters that are not given are NULL, which its SQL reads as "no
-bound". The database is opened read-only unless ``--write`` is given, so a
-query can never change it by accident (and several can run beside each other).
+SQL text. ``$name`` placeholders take parameters; a question's declared
+parameters that are not given are NULL, which its SQL reads as "no bound".
+:func:`check_read_only` is what ``analyze sql`` (:mod:`analyzer.commands.sql`)
+runs by default: one reading statement, on a connection that can open no file
+and change no setting, so a query can never change the database by accident.
 
-Results go to stdout (an aligned table, CSV or JSON); the row count and errors go
-to stderr. Errors are :class:`~analyzer.errors.AnalyzerError` subclasses with
-exit code 2 (usage: unknown query, bad or missing parameter, SQL the database
-rejects) or 5 (the database cannot be opened).
+Errors are :class:`~analyzer.errors.AnalyzerError` subclasses with exit code 2
+(usage: unknown query, bad or missing parameter, SQL the database rejects).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import csv
 import json
 import math
 import re
-import sys
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -29,6 +27,8 @@ from typing import IO, Any, Iterable, Mapping, Sequence
 import duckdb
 
 from .errors import AnalyzerError, ExitCode
+# Stored timestamps are naive UTC (the proxy writes `Z`): the output says so, as the summary's JSON does.
+from .isotime import iso_utc as _iso
 from .safetext import printable
 from .queries import QueryFile, load_queries, parse_query_file
 
@@ -56,6 +56,8 @@ class QueryParamError(AnalyzerError):
     """A ``$name`` parameter is missing, malformed, or not one the query takes."""
 
     exit_code = ExitCode.USAGE
+    #: The parameters the query needs and was not given (the error is about those).
+    missing: tuple[str, ...] = ()
 
 
 class SqlError(AnalyzerError):
@@ -76,6 +78,22 @@ class ResolvedQuery:
     def label(self) -> str:
         """How errors name the query."""
         return f"query {self.source.name!r}" if self.source else "the SQL"
+
+
+def substitute_placeholders(sql: str, replacement: str) -> str:
+    """``sql`` with every ``$name`` placeholder outside strings and comments replaced.
+
+    ``replacement`` is a :func:`re.sub` template in which ``\\1`` is the name:
+    ``substitute_placeholders(sql, r":\\1")`` writes Spark's ``:name`` markers.
+    """
+    out: list[str] = []
+    pos = 0
+    for m in _NOT_CODE.finditer(sql):
+        out.append(_PLACEHOLDER.sub(replacement, sql[pos:m.start()]))
+        out.append(m.group())
+        pos = m.end()
+    out.append(_PLACEHOLDER.sub(replacement, sql[pos:]))
+    return "".join(out)
 
 
 def placeholders(sql: str) -> tuple[str, ...]:
@@ -184,28 +202,13 @@ def bind_params(query: ResolvedQuery, given: Mapping[str, Any]) -> dict[str, Any
         raise QueryParamError(f"{query.label} has no parameter {', '.join(extra)} (it takes: {takes})")
     missing = [p for p in used if p not in given and p not in declared]
     if missing:
-        flags = " ".join(f"--param {p}=VALUE" for p in missing)
-        raise QueryParamError(f"{query.label} needs parameter {', '.join('$' + p for p in missing)}: pass {flags}")
+        err = QueryParamError(f"{query.label} needs parameter {', '.join('$' + p for p in missing)}")
+        err.missing = tuple(missing)  # `analyze sql` says which --param to pass
+        raise err
     out = {p: given.get(p) for p in used}
     for p in TIME_PARAMS:
         if p in out:
             out[p] = _time_value(p, out[p])
-    return out
-
-
-def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
-    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
-
-    Raises:
-        QueryParamError: an item without ``=`` or with an invalid name.
-    """
-    out: dict[str, str | None] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        key = key.strip().lstrip("$")
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
-        out[key] = value if value != "" else None
     return out
 
 
@@ -268,14 +271,6 @@ def frame(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str,
 # Output
 
 
-def _iso(v: datetime | date | time) -> str:
-    # Stored timestamps are naive UTC (the proxy writes `Z`): say so in the output,
-    # as the summary's JSON does.
-    if isinstance(v, datetime) and v.tzinfo is None:
-        return v.isoformat() + "Z"
-    return v.isoformat()
-
-
 def _round_float(v: float) -> float:
     """Binary noise off a float (``74.69999999999999`` -> ``74.7``): 12 significant digits."""
     return float(f"{v:.12g}")
@@ -320,7 +315,8 @@ def _text(v: Any) -> str:
     return str(_json_value(v))
 
 
-def _rows(cur) -> Iterable[tuple]:
+def fetch_rows(cur) -> Iterable[tuple]:
+    """Every row of a DuckDB cursor, fetched a batch at a time (a big result never sits in memory)."""
     while True:
         chunk = cur.fetchmany(_FETCH_ROWS)
         if not chunk:
@@ -392,7 +388,8 @@ def write_table(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> 
     return len(data)
 
 
-_WRITERS = {"table": write_table, "csv": write_csv, "json": write_json}
+#: The writer of each ``--format``.
+WRITERS = {"table": write_table, "csv": write_csv, "json": write_json}
 
 
 def list_queries(out: IO[str]) -> int:
@@ -401,67 +398,3 @@ def list_queries(out: IO[str]) -> int:
             for q in sorted(load_queries().values(), key=lambda q: (q.kind != "question", q.name))
             if q.kind in _RELATIONS + ("question",)]
     return write_table(("name", "kind", "params", "title"), rows, out)
-
-
-def run_sql(
-    query: str | None,
-    *,
-    db: str | Path | None = None,
-    params: Mapping[str, Any] | Sequence[str] | None = None,
-    fmt: str = "table",
-    write: bool = False,
-    list_only: bool = False,
-    out: IO[str] | None = None,
-    err: IO[str] | None = None,
-) -> int:
-    """``analyze sql``: run QUERY on the database and print the result; return the row count.
-
-    Args:
-        query: a queries/ name, a .sql path, or SQL text.
-        db: the database file (default ``$ANALYZER_DB`` or ./analyzer.duckdb).
-        params: ``{"name": value}``, or ``["name=value", ...]`` as given to ``--param``.
-        fmt: ``table``, ``csv`` or ``json``.
-        write: open the database read-write (default read-only).
-        list_only: print the available queries instead of running one.
-
-    Raises:
-        UnknownQueryError, QueryParamError, SqlError (exit 2);
-        analyzer.errors.DatabaseError (exit 5).
-    """
-    out = out or sys.stdout
-    err = err or sys.stderr
-    if list_only:
-        return list_queries(out)
-    if not query or not query.strip():
-        raise AnalyzerError("give a query: SQL text or a name from `analyze sql --list`", ExitCode.USAGE)
-    if fmt not in FORMATS:
-        raise AnalyzerError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}", ExitCode.USAGE)
-    given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
-    resolved = resolve(query)
-    bind_params(resolved, given)  # fail on parameters before touching the database
-    if not write:
-        check_read_only(resolved.sql)
-
-    from .db import connect
-
-    con = connect(db, read_only=not write, settings=None if write else READ_ONLY_SETTINGS)
-    try:
-        cur = execute(con, query, given)
-        columns = [d[0] for d in (cur.description or [])]
-        if not columns:  # a statement without a result set (with --write)
-            print("ok", file=err)
-            return 0
-        try:
-            n = _WRITERS[fmt](columns, _rows(cur), out)
-            out.flush()
-        except duckdb.Error as exc:  # errors that surface while rows stream
-            raise SqlError(f"{resolved.label} failed: {str(exc).strip()}") from exc
-        except BrokenPipeError:  # `analyze sql ... | head`: the reader has all it wants
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-            return 0
-    finally:
-        con.close()
-    print(f"({n} row{'s' if n != 1 else ''})", file=err)
-    return n

@@ -38,8 +38,8 @@ def parse_time(value: str | None, name: str, now: datetime | None = None) -> dat
     try:
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as exc:
-        raise AnalyzerError(f"--{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
-                            ExitCode.USAGE) from exc
+        raise AnalyzerError(f"{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
+                            ExitCode.USAGE, param=name) from exc
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
     return dt
@@ -166,8 +166,7 @@ def build_summary(
         row["ladder_addressable"] = dict(sorted(((t, n) for (mm, t), n in triggers.items() if mm == m),
                                                 key=lambda tn: (-tn[1], tn[0])))  # most first
         row["ladder_addressable_total"] = sum(row["ladder_addressable"].values())
-        n_sess, n_failed = ended.get(m, (0, 0))
-        row["sessions_ended_on_failure"] = n_failed
+        row["sessions_ended_on_failure"] = ended.get(m, (0, 0))[1]
 
     totals = {c: sum(n for (m, cc), n in by_class.items() if cc == c) for c in CLASSES}
     quarantined = q("SELECT count(*) FROM quarantine")[0][0]
@@ -349,78 +348,3 @@ def oncall_summary(
     from .oncall import build_oncall
 
     return build_oncall(con, models=models, since=since, until=until)
-
-
-def _ms(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:,.1f} s" if value >= 10_000 else f"{value:,.0f} ms"
-
-
-def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
-    """Print the on-call block for a person: incidents, crashes, 429 bursts, latency, tokens, error texts.
-
-    Every piece of log text goes through :func:`analyzer.oncall.terminal_text`
-    and is given to rich as plain text, never as markup.
-    """
-    if not section:
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    from .oncall import terminal_text as tt
-
-    out.print()
-    out.print(Text("What on-call looks at", style="bold"))
-    for inc in section["incidents"]:
-        out.print(Text("  incident: ", style="bold red") + Text(tt(inc["incident"]))
-                  + Text(f" ({tt(inc['first'])} .. {tt(inc['last'])})"))
-    crashes = [g for g in section["error_groups"] if g["engine_crash"]]
-    for g in crashes:
-        out.print(Text("  vLLM engine crash: ", style="bold red")
-                  + Text(f"{g['turns']:,} turn(s) of {tt(g['models'])}, last {tt(g['last'])}: {tt(g['pattern'], 160)}"))
-    if not section["incidents"] and not crashes:
-        out.print("  no provider or model failed every call; no vLLM engine crash texts")
-
-    if section["rate_limit_bursts"]:
-        t = Table(title=f"429 bursts (rate-limited turns of one provider and model at most "
-                        f"{section['parameters']['burst_gap_s']:g} s apart)", title_justify="left")
-        for col in ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"):
-            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right")
-        for b in section["rate_limit_bursts"]:
-            t.add_row(Text(tt(b["provider"])), Text(tt(b["model"])), b["start"].replace("T", " ").removesuffix("Z")[:19],
-                      f"{b['duration_s']:,.0f} s", f"{b['rate_limited_turns']:,}", f"{b['calls_in_window']:,}",
-                      f"{b['ok_in_window']:,}")
-        out.print(t)
-
-    if not section["latency"]:
-        return  # no turns in scope: nothing more to show
-    t = Table(title="Latency per model and provider", title_justify="left")
-    for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
-        t.add_column(col, justify="left" if col in ("model", "provider") else "right")
-    for r in section["latency"]:
-        t.add_row(Text(tt(r["model"])), Text(tt(r["provider"])), f"{r['turns']:,}", _ms(r["p50_ms"]),
-                  _ms(r["p95_ms"]), _ms(r["p99_ms"]), _ms(r["max_ms"]))
-    out.print(t)
-
-    t = Table(title="Tokens per model (turns with usage)", title_justify="left")
-    for col in ("model", "turns", "with usage", "prompt", "completion", "cached", "mean prompt", "mean completion"):
-        t.add_column(col, justify="left" if col == "model" else "right")
-    for r in section["tokens"]:
-        mp, mc = r["mean_prompt_tokens"], r["mean_completion_tokens"]
-        t.add_row(Text(tt(r["model"])), f"{r['turns']:,}", f"{r['turns_with_usage']:,}", f"{r['prompt_tokens']:,}",
-                  f"{r['completion_tokens']:,}", f"{r['cached_tokens']:,}",
-                  f"{mp:,.0f}" if mp is not None else "-", f"{mc:,.0f}" if mc is not None else "-")
-    out.print(t)
-
-    if section["error_groups"]:
-        shown = section["error_groups"][:10]
-        more = len(section["error_groups"]) - len(shown) + section["error_groups_omitted"]
-        t = Table(title="Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
-                        + (f"; {more:,} more" if more else ""), title_justify="left")
-        for col in ("turns", "error text", "models", "class"):
-            t.add_column(col, justify="right" if col == "turns" else "left")
-        for g in shown:
-            pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
-            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"], 40)), Text(tt(g["main_class"])))
-        out.print(t)

@@ -405,4 +405,6 @@ def test_parse_model_map():
     for bad in ("glm-5", "=x", "glm-5="):
         with pytest.raises(AnalyzerError) as err:
             parse_model_map([bad])
-        assert err.value.exit_code == ExitCode.USAGE and "--model-map" in str(err.value)
+        # the library speaks of its parameter; `analyze --model-map` names the option (tests/test_commands.py)
+        assert err.value.exit_code == ExitCode.USAGE and err.value.param == "model_map"
+        assert "LOG_MODEL=METRIC_MODEL_NAME" in str(err.value) and "--" not in str(err.value)

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from analyzer.errors import ExitCode
-from analyzer.oncall import parse_fail_on, terminal_text
+from analyzer.oncall import parse_fail_on
+from analyzer.terminal import shown_text
 from tests.support.records import (
     NAKED_500,
     NAKED_500_HEADERS,
@@ -240,9 +241,10 @@ def test_normalising_never_unmasks_a_credential(tmp_path):
     assert "Bearer [REDACTED]" in text
 
 
-def test_terminal_text_escapes_every_control_character():
-    assert terminal_text("a\rb\x1b[2Jc\u202ed\x9b") == "a\\x0db\\x1b[2Jc\\u202ed\\x9b"
-    assert terminal_text(None) == "-" and terminal_text("x" * 10, limit=5) == "xxxx…"
+def test_shown_text_escapes_every_control_character():
+    # the on-call block's text is escaped as every other line of the summary is (analyzer.safetext)
+    assert shown_text("a\rb\x1b[2Jc\u202ed\x9b\ufeff") == "a\\rb\\x1b[2Jc\\u202ed\\x9b\\ufeff"
+    assert shown_text(None) == "-" and shown_text("x" * 10, limit=5) == "xxxx…"
 
 
 # ---------------------------------------------------------------------------
@@ -372,7 +374,7 @@ def test_sample_week_incidents_and_latency_cover_every_pair(sample_summary):
 def test_the_report_shows_the_oncall_section(logs, tmp_path):
     from analyzer.db import connect
     from analyzer.report.build import build_context, resolve_period
-    from analyzer.report.render import render_html
+    from analyzer.report.html import render_html
 
     db = tmp_path / "r.duckdb"
     p = analyze(str(logs), "--db", str(db), "--json")

@@ -24,7 +24,7 @@ import pytest
 from rich.console import Console
 
 from analyzer.db import connect
-from analyzer.render import print_summary
+from analyzer.terminal import print_summary
 from analyzer.sizing import wilson
 from analyzer.summary import build_summary
 from analyzer.turns import is_current, refresh_turns

@@ -47,7 +47,7 @@ from analyzer.report import build, make_report
 from analyzer.report import context as ctx_module
 from analyzer.report.build import build_context, resolve_period
 from analyzer.report.redact import REDACTED, redact, redact_json
-from analyzer.report.render import render_html, template_environment
+from analyzer.report.html import render_html, template_environment
 from tests.support.records import (
     DONE_ANSWER,
     NAKED_500,
@@ -219,7 +219,7 @@ def sample_truth() -> dict:
     regenerations. The analyzer classifies the GLM turns of the sample exactly as
     the ground truth does.
     """
-    from analyzer.summary import is_glm
+    from analyzer.focus import is_glm
 
     truth = json.loads((SAMPLE_LOGS / "ground_truth.json").read_text())
     start = datetime.fromisoformat(truth["start"].replace("Z", "+00:00"))

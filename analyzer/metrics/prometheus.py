@@ -64,12 +64,12 @@ def parse_selector(text: str | None) -> str | None:
         m = _MATCHER.match(body, pos)
         if not m or m.end() == pos:
             raise AnalyzerError(
-                f"--prometheus-selector: want label matchers such as namespace=\"llm\",job=~\"vllm.*\", got {text!r}",
-                ExitCode.USAGE)
+                f"want label matchers such as namespace=\"llm\",job=~\"vllm.*\", got {text!r}",
+                ExitCode.USAGE, param="selector")
         name, op, value = m.groups()
         if name == "__name__":
-            raise AnalyzerError("--prometheus-selector: the metric names are the analyzer's; select by labels",
-                                ExitCode.USAGE)
+            raise AnalyzerError("the metric names are the analyzer's; select by labels",
+                                ExitCode.USAGE, param="selector")
         out.append(f"{name}{op}{value if value.startswith(chr(34)) else json.dumps(value)}")
         pos = m.end()
     return ",".join(out)
@@ -150,10 +150,10 @@ def fetch_range(
     if not (isinstance(step, (int, float)) and step > 0):
         raise AnalyzerError(f"step must be a positive number of seconds, not {step!r}", ExitCode.USAGE)
     if not raw_url.startswith(("http://", "https://")):
-        raise AnalyzerError(f"--prometheus: not an http(s) URL: {url!r}", ExitCode.USAGE)
+        raise AnalyzerError(f"not an http(s) URL: {url!r}", ExitCode.USAGE, param="url")
     if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise AnalyzerError(f"--prometheus-timeout must be a positive number of seconds, not {timeout!r}",
-                            ExitCode.USAGE)
+        raise AnalyzerError(f"timeout must be a positive number of seconds, not {timeout!r}",
+                            ExitCode.USAGE, param="timeout")
     selector = parse_selector(selector)
     if queries is None:
         queries = tuple(query_for(n, selector) for n in QUERY_NAMES)
@@ -201,7 +201,7 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
                     raise late
             body = b"".join(chunks)
     except httpx.UnsupportedProtocol as exc:
-        raise AnalyzerError(f"--prometheus: unsupported URL {url!r}: {exc}", ExitCode.USAGE) from exc
+        raise AnalyzerError(f"unsupported URL {url!r}: {exc}", ExitCode.USAGE, param="url") from exc
     except (httpx.HTTPError, httpx.StreamError, OSError, RuntimeError) as exc:
         if isinstance(exc, httpx.TimeoutException) or time.monotonic() - started >= deadline_s:
             raise late from exc

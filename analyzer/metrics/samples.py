@@ -66,9 +66,6 @@ NAMESPACE_LABELS = ("exported_namespace", "namespace", "kubernetes_namespace")
 INSTANCE_LABELS = ("exported_instance", "instance")
 JOB_LABELS = ("exported_job", "job")
 
-#: Labels that identify the pod when no pod name is present, most specific first.
-POD_LABELS = ("pod", "instance", "job")
-
 
 class Sample(NamedTuple):
     """One sample as read: metric name as spelled in the input, labels, time, value.

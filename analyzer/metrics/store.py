@@ -31,6 +31,6 @@ def parse_model_map(pairs: Iterable[str] | None) -> dict[str, str]:
     for pair in pairs or []:
         log_model, sep, model_name = pair.partition("=")
         if not sep or not log_model.strip() or not model_name.strip():
-            raise AnalyzerError(f"--model-map: want LOG_MODEL=METRIC_MODEL_NAME, got {pair!r}", ExitCode.USAGE)
+            raise AnalyzerError(f"want LOG_MODEL=METRIC_MODEL_NAME, got {pair!r}", ExitCode.USAGE, param="model_map")
         out[log_model.strip()] = model_name.strip()
     return out

@@ -3,7 +3,7 @@
 :func:`make_report` builds one self-contained HTML page for a week (or any
 range) from the database: :mod:`.build` turns the views into the documented
 context objects of :mod:`.context`, :mod:`.charts` makes the plotly figures,
-:mod:`.render` runs the jinja2 templates in ``dashboards/``, and :mod:`.redact`
+:mod:`.html` runs the jinja2 templates in ``dashboards/``, and :mod:`.redact`
 scrubs credentials from every piece of log text shown.
 """
 
@@ -48,7 +48,7 @@ def make_report(
     from ..paths import default_db_path
     from ..turns import is_current, refresh_turns
     from .build import build_context, resolve_period
-    from .render import render_html, write_html
+    from .html import render_html, write_html
 
     if plotly not in ("inline", "cdn"):
         raise AnalyzerError(f"plotly must be 'inline' or 'cdn', not {plotly!r}", ExitCode.USAGE)

@@ -558,10 +558,10 @@ def _oncall(block: dict[str, Any]) -> OnCallSection:
 
 
 def _log_label(value: str | None, missing: str) -> str:
-    """A name taken from the logs (a pod, a model): redacted, control characters shown as ``\\xNN``."""
-    from ..oncall import terminal_text
+    """A name taken from the logs (a pod, a model): redacted, control characters shown escaped."""
+    from ..safetext import terminal_text
 
-    return terminal_text(redact(value)) if value is not None else missing
+    return terminal_text(value) if value is not None else missing
 
 
 def _replicas(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> ReplicasSection:

@@ -1,14 +1,31 @@
-"""Printing the sizing summary as tables on stdout (rich; plain text when piped)."""
+"""Everything ``analyze`` prints for a person: the summary's tables, the on-call block,
+the replay, forget and export reports, warnings on stderr, JSON, progress bars.
+
+The command layer (:mod:`analyzer.commands`) calls the library for data and hands
+it here. Log text is untrusted: every string from the data goes through
+:mod:`analyzer.safetext` (credentials redacted, control characters escaped) or
+:func:`shown_text` (already-redacted text: controls escaped), and is never read
+as rich markup.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import sys
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from rich.console import Console
 from rich.markup import escape  # log and metric text is untrusted: never read it as markup
 from rich.table import Table
 
-from .safetext import terminal_text
+from .safetext import printable, terminal_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .export import ExportReport
+    from .forget import ForgetReport
+    from .ingestion import IngestReport
+    from .replay import ReplayPlan, ReplayReport
 
 
 def _t(value: Any) -> str:
@@ -110,17 +127,30 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     print_proxy_health(summary, out)
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
-    from .summary import print_oncall
-
     print_oncall(summary.get("oncall"), out)
 
 
-def safe_text(value: Any, limit: int | None = None) -> str:
-    """Log text (a path, a reason, a pod name) for the terminal: control characters shown as
-    ``\\xNN`` (:func:`analyzer.oncall.terminal_text`), rich markup escaped."""
-    from .oncall import terminal_text
+def shown_text(text: Any, limit: int | None = None) -> str:
+    """Text for the terminal that needs no redaction (already redacted, or a path): control
+    characters shown escaped (:func:`analyzer.safetext.printable`), None as ``-``, cut to
+    ``limit`` characters with ``…``.
 
-    return escape(terminal_text(value, limit))
+    Escape sequences (``\\x1b]0;...``), carriage returns, bidirectional overrides
+    and zero-width characters are written out visibly, so a model name or error
+    text can neither retitle the window nor rewrite what was printed before it.
+    The caller still escapes rich markup (or prints it as a rich ``Text``).
+    """
+    if text is None:
+        return "-"
+    s = printable(text)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s
+
+
+def safe_text(value: Any, limit: int | None = None) -> str:
+    """Log text (a path, a reason, a pod name) for a rich string: :func:`shown_text`, markup escaped."""
+    return escape(shown_text(value, limit))
 
 
 #: Skipped files listed one by one; the rest are counted.
@@ -220,7 +250,7 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _class_table(summary: dict[str, Any]) -> Table:
     """Classes by row; GLM models each in a column (GLM first), other models together."""
-    from .summary import is_glm
+    from .focus import is_glm
 
     glm = [m for m in summary["models"] if is_glm(m["model"])]
     others = [m for m in summary["models"] if not is_glm(m["model"])]
@@ -369,3 +399,242 @@ def print_holdings(summary: dict[str, Any], out: Console) -> None:
         stored = "" if m.get("wedge_window_stored", True) else " (this run only, not stored)"
         out.print(f"  metrics: {h['metric_samples']:,} samples, {h['metrics_first'] or '-'} .. {h['metrics_last'] or '-'}; "
                   f"pod windows with wedge window {describe_seconds(m.get('wedge_window_s'))}{stored}")
+
+
+# ---------------------------------------------------------------------------
+# The on-call block (the summary's `oncall` key, :mod:`analyzer.oncall`)
+
+
+def _ms(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1000:,.1f} s" if value >= 10_000 else f"{value:,.0f} ms"
+
+
+def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
+    """Print the on-call block for a person: incidents, crashes, 429 bursts, latency, tokens, error texts.
+
+    The block's log text is redacted already (:func:`analyzer.oncall.build_oncall`);
+    each piece goes through :func:`shown_text` and is given to rich as plain
+    text, never as markup.
+    """
+    if not section:
+        return
+    from rich.text import Text
+
+    tt = shown_text
+    out.print()
+    out.print(Text("What on-call looks at", style="bold"))
+    for inc in section["incidents"]:
+        out.print(Text("  incident: ", style="bold red") + Text(tt(inc["incident"]))
+                  + Text(f" ({tt(inc['first'])} .. {tt(inc['last'])})"))
+    crashes = [g for g in section["error_groups"] if g["engine_crash"]]
+    for g in crashes:
+        out.print(Text("  vLLM engine crash: ", style="bold red")
+                  + Text(f"{g['turns']:,} turn(s) of {tt(g['models'])}, last {tt(g['last'])}: {tt(g['pattern'], 160)}"))
+    if not section["incidents"] and not crashes:
+        out.print("  no provider or model failed every call; no vLLM engine crash texts")
+
+    if section["rate_limit_bursts"]:
+        t = Table(title=f"429 bursts (rate-limited turns of one provider and model at most "
+                        f"{section['parameters']['burst_gap_s']:g} s apart)", title_justify="left")
+        for col in ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"):
+            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right")
+        for b in section["rate_limit_bursts"]:
+            t.add_row(Text(tt(b["provider"])), Text(tt(b["model"])), b["start"].replace("T", " ").removesuffix("Z")[:19],
+                      f"{b['duration_s']:,.0f} s", f"{b['rate_limited_turns']:,}", f"{b['calls_in_window']:,}",
+                      f"{b['ok_in_window']:,}")
+        out.print(t)
+
+    if not section["latency"]:
+        return  # no turns in scope: nothing more to show
+    t = Table(title="Latency per model and provider", title_justify="left")
+    for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
+        t.add_column(col, justify="left" if col in ("model", "provider") else "right")
+    for r in section["latency"]:
+        t.add_row(Text(tt(r["model"])), Text(tt(r["provider"])), f"{r['turns']:,}", _ms(r["p50_ms"]),
+                  _ms(r["p95_ms"]), _ms(r["p99_ms"]), _ms(r["max_ms"]))
+    out.print(t)
+
+    t = Table(title="Tokens per model (turns with usage)", title_justify="left")
+    for col in ("model", "turns", "with usage", "prompt", "completion", "cached", "mean prompt", "mean completion"):
+        t.add_column(col, justify="left" if col == "model" else "right")
+    for r in section["tokens"]:
+        mp, mc = r["mean_prompt_tokens"], r["mean_completion_tokens"]
+        t.add_row(Text(tt(r["model"])), f"{r['turns']:,}", f"{r['turns_with_usage']:,}", f"{r['prompt_tokens']:,}",
+                  f"{r['completion_tokens']:,}", f"{r['cached_tokens']:,}",
+                  f"{mp:,.0f}" if mp is not None else "-", f"{mc:,.0f}" if mc is not None else "-")
+    out.print(t)
+
+    if section["error_groups"]:
+        shown = section["error_groups"][:10]
+        more = len(section["error_groups"]) - len(shown) + section["error_groups_omitted"]
+        t = Table(title="Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
+                        + (f"; {more:,} more" if more else ""), title_justify="left")
+        for col in ("turns", "error text", "models", "class"):
+            t.add_column(col, justify="right" if col == "turns" else "left")
+        for g in shown:
+            pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
+            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"], 40)), Text(tt(g["main_class"])))
+        out.print(t)
+
+
+# ---------------------------------------------------------------------------
+# Lines on stderr, JSON on stdout, progress
+
+
+def print_json(doc: Any) -> None:
+    """``--json``: the document on stdout, indented (times and the like as text)."""
+    print(json.dumps(doc, indent=2, default=str))
+
+
+def warn(text: str) -> None:
+    """``analyze: warning: TEXT`` on stderr; ``text`` is log text (pod names, paths), shown safe."""
+    print(f"analyze: warning: {terminal_text(text)}", file=sys.stderr)
+
+
+def print_ingest_diagnostics(report: "IngestReport") -> None:
+    """The files an ingest skipped and its notes, one line each on stderr."""
+    for s in report.skipped_files:
+        print(f"analyze: warning: skipped {terminal_text(s['path'])}: {terminal_text(s['reason'])}", file=sys.stderr)
+    for n in report.notes:
+        print(f"analyze: note: {terminal_text(n['path'])}: {terminal_text(n['note'])}", file=sys.stderr)
+
+
+@contextmanager
+def byte_progress(description: str, enabled: bool) -> Iterator:
+    """A rich progress bar over bytes on stderr, or a no-op when not on a terminal."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+# ---------------------------------------------------------------------------
+# `analyze export`, `analyze forget`
+
+
+def print_export_report(report: "ExportReport") -> None:
+    """One line: how many turns went into how many day partitions, and where."""
+    removed = f", removed {len(report.removed_days)} stale day(s)" if report.removed_days else ""
+    span = f" ({report.days[0]} .. {report.days[-1]})" if report.days else ""
+    print(f"exported {report.rows:,} turns in {len(report.days)} day partition(s){span} to {report.path}{removed}")
+
+
+def print_forget_report(report: "ForgetReport") -> None:
+    """What ``forget`` removed (or would), what it read again and re-derived."""
+    verb = "would forget" if report.dry_run else "forgot"
+    print(f"{verb} {len(report.files):,} file(s): {report.records:,} records, {report.quarantined:,} quarantined lines"
+          + (f", {report.replay_attempts:,} replay attempts" if report.replay_attempts else "")
+          + (f", {report.metric_samples:,} metric samples from {len(report.metric_sources)} source(s)"
+             if report.metric_sources else ""))
+    for p in report.files[:10]:
+        print(f"  {terminal_text(p)}")
+    if len(report.files) > 10:
+        print(f"  ... and {len(report.files) - 10} more")
+    if report.kept_straddling:
+        print(f"kept {report.kept_straddling} file(s) with records on both sides of the range")
+    if report.reread:
+        print(f"read again {len(report.reread)} file(s) that held copies of forgotten records")
+    if report.reread_missing:
+        print(f"note: {len(report.reread_missing)} file(s) that held copies are gone from disk; "
+              "their copies are not in the database", file=sys.stderr)
+    if report.windows_recomputed:
+        print("pod windows recomputed with the stored wedge window; classification up to date")
+
+
+# ---------------------------------------------------------------------------
+# `analyze replay`
+
+
+def _say(text: str = "") -> None:
+    """Print a line of the replay's text report: request ids and model names are log text, shown escaped."""
+    print(printable(text))
+
+
+def _turn_time(ts: Any) -> str:
+    from .isotime import iso_utc
+
+    return iso_utc(ts, "microseconds")
+
+
+def print_replay_header(plan: "ReplayPlan", endpoint: str | None, *, dry: bool) -> None:
+    """What will be replayed (or would be), the rungs, and what was skipped or cannot be recovered."""
+    from .replay import NOT_RECOVERED
+
+    which = "GLM models" if not plan.models else ", ".join(plan.models)
+    n = len(plan.turns)
+    if dry:
+        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
+             + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
+    else:
+        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
+    _say(f"ladder rungs: {', '.join(plan.rungs)}")
+    if plan.not_captured:
+        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
+    for s in plan.skipped:
+        _say(f"skipped {s.request_id} {_turn_time(s.ts)}: {s.reason}")
+    if not n:
+        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
+             + ("" if not plan.models else " for these models"))
+        return
+    stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
+    if stand_ins:
+        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
+             "(definitions are not logged; pass --tools FILE for the real ones)")
+    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
+
+
+def print_replay_dry_run(plan: "ReplayPlan", doc: dict[str, Any]) -> None:
+    """The dry run: per turn, what each rung would send (messages, tools, max_tokens, bytes)."""
+    print_replay_header(plan, doc["endpoint"], dry=True)
+    for t, d in zip(plan.turns, doc["turns"]):
+        _say()
+        _say(f"{t.request_id} {_turn_time(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
+             f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
+        for note in t.notes:
+            _say(f"  note: {note}")
+        for p in d["payloads"]:
+            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
+                 f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
+
+
+def print_replay_report(report: "ReplayReport") -> None:
+    """The replay: per turn its outcome and attempts, recovery per rung, and what was stored."""
+    from .online.ladder import NOT_TRIGGERED
+
+    print_replay_header(report.plan, report.endpoint, dry=False)
+    _say()
+    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
+         f"{'recovered at':<17} attempts")
+    for o in report.outcomes:
+        _say(f"{o.turn.request_id:<10} {_turn_time(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
+             f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
+    rows = report.per_rung()
+    if rows:
+        _say()
+        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
+        for r in rows:
+            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
+    counts: dict[str, int] = {}
+    for o in report.outcomes:
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    _say()
+    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if counts.get(NOT_TRIGGERED):
+        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
+             "they count in no recovery rate")
+    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
+         "(ladder_attempts / ladder_summary rows with source = 'replay')")
+    sys.stdout.flush()

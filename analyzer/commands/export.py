@@ -1,0 +1,21 @@
+"""``analyze export --parquet DIR``: the classified turns as Parquet partitioned by day."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def export_command(out_dir: str | Path, db: str | Path | None = None):
+    """Export from the database (opened read-only) and print a one-line summary; return the
+    :class:`analyzer.export.ExportReport`."""
+    from ..db import connect
+    from ..export import export_parquet
+    from ..terminal import print_export_report
+
+    con = connect(db, read_only=True)
+    try:
+        report = export_parquet(con, out_dir)
+    finally:
+        con.close()
+    print_export_report(report)
+    return report

@@ -1,0 +1,116 @@
+"""The command layer: library errors speak of the library's arguments, `analyze` names its options.
+
+A notebook calling :func:`analyzer.replay.load_tools_file` reads ``cannot read t.json``;
+``analyze replay --tools t.json`` prints ``--tools: cannot read t.json`` (real processes).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.commands.options import naming, option_message
+from analyzer.errors import AnalyzerError, ExitCode
+from analyzer.metrics import parse_model_map
+from analyzer.metrics.prometheus import parse_selector
+from analyzer.replay import endpoint_url, load_tools_file
+from analyzer.sqlrun import QueryParamError, bind_params, resolve
+from analyzer.summary import parse_time
+from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def _library_error(call, *args) -> AnalyzerError:
+    with pytest.raises(AnalyzerError) as err:
+        call(*args)
+    return err.value
+
+
+def test_library_errors_name_no_option(tmp_path):
+    (tmp_path / "x.json").write_text('{"*": [1]}', encoding="utf-8")
+    cases = [
+        (_library_error(load_tools_file, tmp_path / "missing.json"), "tools_file", "cannot read"),
+        (_library_error(load_tools_file, tmp_path / "x.json"), "tools_file", "is not a list of tool definitions"),
+        (_library_error(parse_selector, "not a selector"), "selector", "want label matchers"),
+        (_library_error(parse_selector, '__name__="up"'), "selector", "select by labels"),
+        (_library_error(parse_model_map, ["nonsense"]), "model_map", "LOG_MODEL=METRIC_MODEL_NAME"),
+        (_library_error(endpoint_url, "ftp://host"), "endpoint", "endpoint must be an http(s) URL"),
+        (_library_error(parse_time, "yesterday", "since"), "since", "since: not an ISO-8601 date"),
+    ]
+    for err, param, words in cases:
+        assert err.param == param and words in str(err) and "--" not in str(err), str(err)
+        assert err.exit_code in (ExitCode.USAGE, ExitCode.NO_INPUT)
+
+
+def test_a_missing_query_parameter_is_said_without_the_option():
+    with pytest.raises(QueryParamError) as err:
+        bind_params(resolve("SELECT $x AS x"), {})
+    assert str(err.value) == "the SQL needs parameter $x" and err.value.missing == ("x",)
+
+
+def test_naming_puts_the_option_in_place_of_the_parameter():
+    assert option_message(AnalyzerError("endpoint must be x", param="endpoint"), "--endpoint") == "--endpoint must be x"
+    assert option_message(AnalyzerError("cannot read t", param="tools_file"), "--tools") == "--tools: cannot read t"
+    with pytest.raises(AnalyzerError) as err:
+        with naming(selector="--prometheus-selector"):
+            with naming(selector="--prometheus-selector"):  # named once, however deep
+                raise AnalyzerError("want label matchers", ExitCode.USAGE, param="selector")
+    assert str(err.value) == "--prometheus-selector: want label matchers" and err.value.exit_code == ExitCode.USAGE
+    with pytest.raises(AnalyzerError) as other:  # an error about no named parameter passes unchanged
+        with naming(selector="--prometheus-selector"):
+            raise AnalyzerError("Prometheus at x is unreachable", ExitCode.UPSTREAM)
+    assert str(other.value) == "Prometheus at x is unreachable"
+
+
+def test_the_command_line_still_names_its_options(tmp_path):
+    logs = write_jsonl(tmp_path / "logs" / "a.jsonl", [request("c0000001", at(0), tool_results=TOOL_RESULT),
+                                                       response_error("c0000001", at(0.5), NAKED_500)])
+    (tmp_path / "x.json").write_text('{"*": [1]}', encoding="utf-8")
+    expected = [
+        (("replay", "--db", "r.duckdb", "--endpoint", "http://127.0.0.1:9", "--tools", "missing.json"),
+         ExitCode.NO_INPUT, "analyze: error: --tools: cannot read missing.json: No such file or directory"),
+        (("replay", "--db", "r.duckdb", "--endpoint", "http://127.0.0.1:9", "--tools", "x.json"),
+         ExitCode.USAGE, "analyze: error: --tools: x.json: '*' is not a list of tool definitions"),
+        (("replay", "--db", "r.duckdb", "--endpoint", "ftp://host"),
+         ExitCode.USAGE, "analyze: error: --endpoint must be an http(s) URL, got 'ftp://host'"),
+        ((str(logs), "--db", "a.duckdb", "--prometheus", "http://127.0.0.1:9", "--prometheus-selector", "nope"),
+         ExitCode.USAGE, "analyze: error: --prometheus-selector: want label matchers"),
+        ((str(logs), "--db", "a.duckdb", "--prometheus", "ftp://host"),
+         ExitCode.USAGE, "analyze: error: --prometheus: not an http(s) URL: 'ftp://host'"),
+        ((str(logs), "--db", "a.duckdb", "--since", "yesterday"),
+         ExitCode.USAGE, "analyze: error: --since: not an ISO-8601 date or time, nor an age such as 24h or 7d: "),
+        (("forget", "--db", "a.duckdb", "--until", "soon"),
+         ExitCode.USAGE, "analyze: error: --until: not an ISO-8601 date or time"),
+        (("report", "--db", "a.duckdb", "--since", "monday"),
+         ExitCode.USAGE, "analyze: error: --since: not an ISO-8601 date or time"),
+        (("sql", "--db", "a.duckdb", "SELECT $x AS x"),
+         ExitCode.USAGE, "analyze: error: the SQL needs parameter $x: pass --param x=VALUE"),
+        ((str(logs), "--db", "a.duckdb", "--model-map", "nonsense"),
+         ExitCode.USAGE, "analyze: error: --model-map: want LOG_MODEL=METRIC_MODEL_NAME, got 'nonsense'"),
+    ]
+    for args, code, line in expected:
+        p = analyze(*args, cwd=tmp_path)
+        assert p.returncode == code and p.stderr.startswith(line), (args, p.returncode, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+def test_cli_only_parses_and_calls_the_command_layer():
+    """Each command's function in cli.py imports its glue from analyzer.commands and calls it."""
+    tree = ast.parse((ROOT / "analyzer" / "cli.py").read_text(encoding="utf-8"))
+    commands = [f for f in tree.body if isinstance(f, ast.FunctionDef)
+                and any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command" for d in f.decorator_list)]
+    assert len(commands) == 7
+    for f in commands:
+        imports = [n.module for n in ast.walk(f) if isinstance(n, ast.ImportFrom)]
+        assert imports and all(m.startswith("commands.") for m in imports), (f.name, imports)
+        assert len(f.body) == 3, f"{f.name}: a docstring, the import, the call"
