@@ -176,7 +176,10 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
         con.execute(f"CREATE OR REPLACE TABLE turns AS {turns_sql}")
     else:
         con.execute("DELETE FROM turns WHERE coalesce(session_id, '~' || coalesce(request_id, '')) IN (SELECT turn_key FROM _dirty_keys)")
-        con.execute(f"INSERT INTO turns BY NAME {turns_sql}")
+        # A dirty session is re-derived whole (all its records were read), so these
+        # rows are every turn of the dirty sessions: the session tables read them.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _dirty_turns AS {turns_sql}")
+        con.execute("INSERT INTO turns BY NAME SELECT * FROM _dirty_turns")
         con.execute("DROP TABLE _turn_records")
     con.execute("DROP TABLE _turn_features")
     _refresh_session_tables(con, queries, full=full)
@@ -204,9 +207,7 @@ def _refresh_session_tables(con: duckdb.DuckDBPyConnection, queries, *, full: bo
         if full:
             con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {sql}')
             continue
-        if name == SESSION_TABLES[0]:  # a session's key in turns_dirty is its session_id
-            con.execute("""CREATE OR REPLACE TEMP TABLE _dirty_turns AS
-                           SELECT * FROM turns WHERE session_id IN (SELECT turn_key FROM _dirty_keys)""")
+        # a session's key in turns_dirty is its session_id
         con.execute(f'DELETE FROM "{name}" WHERE session_id IN (SELECT turn_key FROM _dirty_keys)')
         con.execute(f'INSERT INTO "{name}" BY NAME {_scoped(sql, "turns", "_dirty_turns")}')
     if not full:
