@@ -138,3 +138,21 @@ def test_a_second_load_adds_points_to_the_series_it_already_holds(tmp_path, inpu
         assert con.execute("SELECT count(*) FROM metric_sources").fetchall()[0][0] == 1
     finally:
         con.close()
+
+
+def test_the_first_value_of_a_point_in_file_order_is_stored(tmp_path):
+    # The later, smaller values lose. Big enough for DuckDB to read the CSV in several chunks on several threads.
+    n = 40_000
+    lab = json.dumps({"pod": "p", "model_name": "m", "engine": "0"}).replace('"', '""')
+    first = "".join(f'{T0 + 15 * i},vllm:num_requests_running,"{lab}",{i % 7 + 100}\n' for i in range(n))
+    second = "".join(f'{T0 + 15 * i},vllm:num_requests_running,"{lab}",{i % 7}\n' for i in range(n))
+    path = tmp_path / "conflict.csv"
+    path.write_text("timestamp,metric,labels,value\n" + first + second)
+    con = connect(tmp_path / "a.duckdb")
+    try:
+        report = load_metrics(con, [str(path)])
+        assert (report.samples_new, report.duplicates) == (n, n)
+        assert con.execute("SELECT count(*) FILTER (WHERE value < 100), max(value) FROM metric_samples"
+                           ).fetchall()[0] == (0, 106)
+    finally:
+        con.close()

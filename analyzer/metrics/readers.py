@@ -167,7 +167,9 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     try:
         con.execute(f"""
             INSERT INTO {STAGE} {STAGE_COLUMNS}
-            SELECT row_number() OVER () AS ord, m, l, {_CSV_EPOCH_US}, v
+            -- ord 0: the file's order is the stage's row order (a numbered window would
+            -- read the file on one thread); see store_stage
+            SELECT 0 AS ord, m, l, {_CSV_EPOCH_US}, v
             FROM (SELECT trim({pos['metric']}) AS m, trim({pos['labels']}) AS l, trim({pos['timestamp']}) AS t,
                          TRY_CAST(trim({pos['timestamp']}) AS DOUBLE) AS x, TRY_CAST(trim({pos['value']}) AS DOUBLE) AS v
                   FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',

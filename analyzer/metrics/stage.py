@@ -203,10 +203,11 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
         return StageStats(read=read, non_finite=non_finite, other_metrics=other)
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
     # marker); infinities neither. One value per series and instant: the first input
-    # wins, within an input the first point in order.
+    # wins, within an input the first point in order: `ord`, then the stage's row
+    # order (insertion order is kept, and CSV rows all have ord 0).
     scratch.execute(f"""
         CREATE OR REPLACE TABLE {FINAL} AS
-        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src::HUGEINT << 64) + st.ord) AS value,
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src, st.ord, st.rowid)) AS value,
                min(st.src) AS src
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric
