@@ -380,7 +380,7 @@ def _m005_settings(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _m006_issue10_metric_series(con: duckdb.DuckDBPyConnection) -> None:
+def _m006_metric_series(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
         -- Metric samples stored as series and points (issue 10): a week holds a few
@@ -438,7 +438,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("003_build_state", _m003_build_state),
     ("004_production_inputs", _m004_production_inputs),
     ("005_settings", _m005_settings),
-    ("006_issue10_metric_series", _m006_issue10_metric_series),
+    ("006_metric_series", _m006_metric_series),
 ]
 
 

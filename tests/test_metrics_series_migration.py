@@ -94,7 +94,7 @@ def test_a_database_at_schema_005_with_samples_upgrades_to_the_same_samples_and_
 
     con = connect(path)
     try:
-        assert "006_issue10_metric_series" in {r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()}
+        assert "006_metric_series" in {r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()}
         kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
                                  "WHERE table_schema = 'main'").fetchall())
         assert kinds["metric_samples"] == "VIEW" and kinds["metric_points"] == "BASE TABLE"
