@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import operator
 import os
 import re
 import stat
@@ -224,17 +225,21 @@ class Discovered:
     notes: list[dict] = field(default_factory=list)  # {"path", "note"}
 
 
+# The suffixes of input files, plain and gzipped (one endswith per name: a folder
+# of 10,000 chunks is listed on every run).
+_INPUT_SUFFIXES = tuple(sorted(x + gz for x in (*_TEXT_SUFFIXES, ".parquet") for gz in ("", ".gz")))
+
+
 def _looks_like_name(name: str) -> bool:
     """A file name that may hold logs or metrics (by its suffix; hidden files never)."""
-    if name in _SKIP_NAMES or name.startswith("."):
-        return False
-    base = name[:-3] if name.endswith(".gz") else name
-    dot = base.rfind(".")
-    return dot > 0 and base[dot:] in _TEXT_SUFFIXES | {".parquet"}
+    return name.endswith(_INPUT_SUFFIXES) and not name.startswith(".") and name not in _SKIP_NAMES
 
 
 def _looks_like_input(p: Path) -> bool:
     return _looks_like_name(p.name)
+
+
+_NAME = operator.attrgetter("name")
 
 
 def _walk(root: Path, out: Discovered) -> list[tuple[str, os.stat_result | None]]:
@@ -249,7 +254,7 @@ def _walk(root: Path, out: Discovered) -> list[tuple[str, os.stat_result | None]
     def walk(top: str) -> None:
         try:
             with os.scandir(top) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_NAME)
         except OSError as exc:
             out.skipped.append({"path": exc.filename or top, "reason": f"cannot read folder: {exc.strerror or exc}"})
             return
