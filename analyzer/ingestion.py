@@ -491,17 +491,28 @@ class _Batch:
         of one array (no copy), else one merged batch (a copy)."""
         if not self.small:
             return
-        group: list[tuple] = []
+        groups: list[list[tuple]] = []
         key = None
         for item in self.small:
             lines = item[0]
             k = lines.buffers()[1].address
-            if group and (k != key or lines.offset != group[-1][0].offset + len(group[-1][0])):
-                self.pieces.append(_columns(group))
-                group = []
-            group.append(item)
+            if not groups or k != key or lines.offset != groups[-1][-1][0].offset + len(groups[-1][-1][0]):
+                groups.append([])
+            groups[-1].append(item)
             key = k
-        self.pieces.append(_columns(group))
+        # A long run of slices stays one uncopied batch; short ones (files read one by
+        # one: gzip chunks, say) are merged until a batch is worth DuckDB's scan.
+        cur: list[tuple] = []
+        cur_lines = 0
+        for g in groups:
+            n = sum(len(it[0]) for it in g)
+            if cur and (cur_lines >= _SMALL_PIECE or n >= _SMALL_PIECE):
+                self.pieces.append(_columns(cur))
+                cur, cur_lines = [], 0
+            cur.extend(g)
+            cur_lines += n
+        if cur:
+            self.pieces.append(_columns(cur))
         self.small, self.small_bytes = [], 0
 
     def add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
@@ -513,8 +524,8 @@ class _Batch:
         if n < _SMALL_PIECE:
             # Thousands of small chunk files make thousands of small pieces, and both
             # building columns per piece and DuckDB scanning many tiny batches cost
-            # per piece: they are gathered and made columns together (a copy of
-            # some MB at a time, so memory does not double).
+            # per piece: they are gathered and made columns together, some MB at a
+            # time (slices of one run of files without a copy, others merged).
             self.small.append(item)
             self.small_bytes += piece.nbytes
             if self.small_bytes >= _SEAL_BYTES:
