@@ -232,9 +232,12 @@ def measure(argv: list[str], cwd: Path) -> dict:
     ``cwd`` is outside every source tree, so ``-m analyzer.cli`` imports the analyzer
     that PYTHONPATH names (Python puts the working directory first on ``sys.path``).
     """
+    # As a user runs it: an installed package has its bytecode compiled (a shell with
+    # PYTHONDONTWRITEBYTECODE set would recompile every module on every start).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=err, cwd=cwd)
+        proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=err, cwd=cwd, env=env)
         out = proc.stdout.read()
         proc.stdout.close()
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS (Linux: KB)
