@@ -8,8 +8,8 @@ path and infer the ``day`` column::
     DIR/day=2026-11-17/data_0.parquet
     DIR/_analyzer_export.json      what was exported (engines skip `_` files)
 
-Every column of the ``turns`` view is written (names and meaning as in the
-README); JSON columns (``ladder``) are written as text, which every engine reads.
+Every column of the ``turns`` view is written (names and meaning as in
+docs/views.md); JSON columns (``ladder``) are written as text, which every engine reads.
 Re-exporting replaces the export: the new files are written beside ``DIR`` first,
 then each day folder is swapped in and days that no longer exist are removed, so
 a reader never sees a half-written day. Nothing else in ``DIR`` is touched.

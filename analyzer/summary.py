@@ -216,7 +216,7 @@ def build_summary(
 
 # ---------------------------------------------------------------------------
 # What the inputs and the proxy itself say: skipped files, lost records, slow
-# completions, replicas (issue 11). Each reads the summary's filters; the SQL is
+# completions, replicas. Each reads the summary's filters; the SQL is
 # in queries/ (lost_records_by_kind, slow_completions_by_model, replicas).
 
 #: What each kind of proxy_events line means, for the lines that say records were lost.
