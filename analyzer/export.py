@@ -71,11 +71,11 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
     longer present. Returns an :class:`ExportReport`.
 
     Raises:
-        AnalyzerError: ``out_dir`` is a file, or cannot be written.
+        AnalyzerError: ``out_dir`` is a file (``param="out_dir"``), or cannot be written.
     """
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
-        raise AnalyzerError(f"--parquet {out}: exists and is not a directory", ExitCode.USAGE)
+        raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
     # Staged beside the target (same filesystem, so the swap is a rename), hidden
     # so no reader globbing the parent picks it up.
     staging = out.parent / f".{out.name}.staging-{uuid.uuid4().hex[:8]}"
