@@ -15,7 +15,7 @@ from .options import existing_db, naming
 
 # The library's parameters as `analyze run` spells them.
 _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
-          "model_map": "--model-map", "since": "--since", "until": "--until"}
+          "model_map": "--model-map", "since": "--since", "until": "--until", "models": "--model"}
 
 
 def run(
@@ -46,7 +46,8 @@ def run(
     """
     from ..oncall import check_fail_on, parse_fail_on
 
-    thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
+    with naming(specs="--fail-on"):
+        thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     with naming(**_FLAGS):
         if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
             summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
@@ -57,7 +58,8 @@ def run(
                                    save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
                                    caller_deadline_s=caller_deadline_s, prometheus_selector=prometheus_selector,
                                    prometheus_timeout=prometheus_timeout)
-    check_fail_on(summary, thresholds)
+    with naming(thresholds="--fail-on"):
+        check_fail_on(summary, thresholds)
     return summary
 
 
