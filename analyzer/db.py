@@ -383,7 +383,7 @@ def _m005_settings(con: duckdb.DuckDBPyConnection) -> None:
 def _m006_metric_series(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
-        -- Metric samples stored as series and points (issue 10): a week holds a few
+        -- Metric samples stored as series and points: a week holds a few
         -- hundred series and a million points, so each label set is stored once and
         -- a point carries only its series' number. `metric_samples` becomes a view
         -- with the columns the table had (queries/metric_samples.sql).

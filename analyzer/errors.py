@@ -28,17 +28,26 @@ class AnalyzerError(Exception):
     (``"tools_file"``, ``"selector"``), when it is about one: the message speaks
     of the value, and the command line names its option in front of it
     (:func:`analyzer.commands.options.naming`).
+
+    ``names`` is for a message that speaks of its arguments by name, inside the
+    sentence (``until must be after since``): ``{word: param}``, the words (or
+    phrase) of the message that stand for each argument, so the command line can
+    put its options in their place (``--until must be after --since``).
     """
 
     exit_code: ExitCode = ExitCode.FAILED
     param: str | None = None
+    names: dict[str, str] = {}
 
-    def __init__(self, message: str, exit_code: ExitCode | None = None, *, param: str | None = None):
+    def __init__(self, message: str, exit_code: ExitCode | None = None, *, param: str | None = None,
+                 names: dict[str, str] | None = None):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
         if param is not None:
             self.param = param
+        if names:
+            self.names = dict(names)
 
 
 class InputError(AnalyzerError):

@@ -8,8 +8,8 @@ path and infer the ``day`` column::
     DIR/day=2026-11-17/data_0.parquet
     DIR/_analyzer_export.json      what was exported (engines skip `_` files)
 
-Every column of the ``turns`` view is written (names and meaning as in the
-README); JSON columns (``ladder``) are written as text, which every engine reads.
+Every column of the ``turns`` view is written (names and meaning as in
+docs/views.md); JSON columns (``ladder``) are written as text, which every engine reads.
 Re-exporting replaces the export: the new files are written beside ``DIR`` first,
 then each day folder is swapped in and days that no longer exist are removed, so
 a reader never sees a half-written day. Nothing else in ``DIR`` is touched.
@@ -71,11 +71,11 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
     longer present. Returns an :class:`ExportReport`.
 
     Raises:
-        AnalyzerError: ``out_dir`` is a file, or cannot be written.
+        AnalyzerError: ``out_dir`` is a file (``param="out_dir"``), or cannot be written.
     """
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
-        raise AnalyzerError(f"--parquet {out}: exists and is not a directory", ExitCode.USAGE)
+        raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
     # Staged beside the target (same filesystem, so the swap is a rename), hidden
     # so no reader globbing the parent picks it up.
     staging = out.parent / f".{out.name}.staging-{uuid.uuid4().hex[:8]}"

@@ -164,6 +164,8 @@ EXTRA_METRICS = {
 _COUNT_ONLY = ("incidents", "rate-limit-bursts", "quarantined")
 
 _SPEC = re.compile(r"^\s*(?P<metric>[a-z0-9][a-z0-9_-]*)\s*(?P<op>>=|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<pct>%?)\s*$")
+#: A bad threshold's error is about ``parse_fail_on``'s ``specs``, which its message calls "threshold".
+_ABOUT_SPECS = {"param": "specs", "names": {"threshold": "specs"}}
 
 
 @dataclass(frozen=True)
@@ -183,10 +185,11 @@ class Threshold:
 
 
 def parse_fail_on(specs: Iterable[str] | None) -> list[Threshold]:
-    """Parse ``--fail-on`` values (repeatable, each may hold several separated by commas).
+    """Parse threshold ``specs`` (the ``--fail-on`` values; each may hold several separated by commas).
 
     Raises:
-        AnalyzerError: (exit code 2) a malformed condition or an unknown metric.
+        AnalyzerError: (exit code 2, ``param="specs"``) a malformed condition or an
+            unknown metric, said as ``threshold 'x>>1': ...``.
     """
     known = set(CLASSES) | set(EXTRA_METRICS)
     out = []
@@ -196,15 +199,15 @@ def parse_fail_on(specs: Iterable[str] | None) -> list[Threshold]:
                 continue
             m = _SPEC.match(part.lower())
             if not m:
-                raise AnalyzerError(f"--fail-on {part.strip()!r}: expected METRIC>N or METRIC>N% "
-                                    "(e.g. 'tool-history-5xx>2%', 'wedged-pod>0')", ExitCode.USAGE)
+                raise AnalyzerError(f"threshold {part.strip()!r}: expected METRIC>N or METRIC>N% "
+                                    "(e.g. 'tool-history-5xx>2%', 'wedged-pod>0')", ExitCode.USAGE, **_ABOUT_SPECS)
             metric = m["metric"]
             if metric not in known:
-                raise AnalyzerError(f"--fail-on {part.strip()!r}: unknown metric {metric!r}; known: "
-                                    + ", ".join(list(CLASSES) + list(EXTRA_METRICS)), ExitCode.USAGE)
+                raise AnalyzerError(f"threshold {part.strip()!r}: unknown metric {metric!r}; known: "
+                                    + ", ".join(list(CLASSES) + list(EXTRA_METRICS)), ExitCode.USAGE, **_ABOUT_SPECS)
             if m["pct"] and metric in _COUNT_ONLY:
-                raise AnalyzerError(f"--fail-on {part.strip()!r}: {metric} is a count, not a share of the turns",
-                                    ExitCode.USAGE)
+                raise AnalyzerError(f"threshold {part.strip()!r}: {metric} is a count, not a share of the turns",
+                                    ExitCode.USAGE, **_ABOUT_SPECS)
             out.append(Threshold(metric, m["op"], float(m["value"]), bool(m["pct"]), part.strip()))
     return out
 
@@ -246,15 +249,15 @@ def check_fail_on(summary: dict[str, Any], thresholds: Iterable[Threshold]) -> l
     """Raise when a threshold is crossed (after the summary was printed); return the evaluations.
 
     Raises:
-        AnalyzerError: exit code :attr:`~analyzer.errors.ExitCode.THRESHOLD` (7),
+        AnalyzerError: exit code :attr:`~analyzer.errors.ExitCode.THRESHOLD` (7), ``param="thresholds"``,
             one line naming every crossed threshold and its value.
     """
     results = evaluate_fail_on(summary, thresholds)
     crossed = [r for r in results if r["crossed"]]
     if crossed:
         raise AnalyzerError(
-            f"--fail-on: {len(crossed)} threshold{'s' if len(crossed) != 1 else ''} crossed: "
+            f"{len(crossed)} threshold{'s' if len(crossed) != 1 else ''} crossed: "
             + "; ".join(r["detail"] for r in crossed),
-            ExitCode.THRESHOLD,
+            ExitCode.THRESHOLD, param="thresholds",
         )
     return results

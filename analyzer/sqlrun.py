@@ -144,8 +144,12 @@ READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "PRAGMA")
 READ_ONLY_SETTINGS = {"enable_external_access": False, "lock_configuration": True}
 
 
+#: How the read-only refusals say their remedy (``analyze sql`` says ``pass --write``).
+_READ_WRITE = {"open the database read-write": "write", "open it read-write": "write"}
+
+
 class WriteRefused(AnalyzerError):
-    """SQL that is more than one reading statement, without ``--write``."""
+    """SQL that is more than one reading statement, refused by the read-only default (``param="write"``)."""
 
     exit_code = ExitCode.USAGE
 
@@ -155,7 +159,8 @@ def check_read_only(sql: str) -> None:
 
     Raises:
         WriteRefused: more than one statement, or a COPY, EXPORT, SET, INSTALL/LOAD,
-            ATTACH, CREATE, INSERT ... (all need ``--write``).
+            ATTACH, CREATE, INSERT ... (all need the database opened read-write:
+            ``analyze sql --write``).
         SqlError: the SQL does not parse.
     """
     try:
@@ -164,13 +169,13 @@ def check_read_only(sql: str) -> None:
         raise SqlError(f"the SQL failed: {str(exc).strip()}") from exc
     if len(statements) > 1:
         raise WriteRefused(f"the SQL holds {len(statements)} statements; `analyze sql` runs one per call "
-                           "(pass --write to run several)")
+                           "(open the database read-write to run several)", param="write", names=_READ_WRITE)
     for st in statements:
         kind = st.type.name
         if kind not in READ_ONLY_STATEMENTS:
             raise WriteRefused(f"{kind} is not a read-only statement: by default `analyze sql` runs one SELECT, "
                                "EXPLAIN or PRAGMA, and writes no file, changes no setting and loads no extension "
-                               "(pass --write to allow it)")
+                               "(open the database read-write to allow it)", param="write", names=_READ_WRITE)
 
 
 def _time_value(name: str, value: Any) -> Any:
@@ -216,7 +221,8 @@ def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[st
     """Resolve QUERY, bind its parameters and run it; return the DuckDB cursor.
 
     Raises:
-        UnknownQueryError, QueryParamError, SqlError.
+        UnknownQueryError, QueryParamError, SqlError (``param="write"`` when a
+            read-only connection refused a change).
     """
     query = resolve(name_or_sql)
     values = bind_params(query, dict(params or {}))
@@ -225,7 +231,8 @@ def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[st
     except duckdb.Error as exc:
         msg = str(exc).strip()
         if "read-only" in msg:
-            msg += " (the database is opened read-only; pass --write to allow changes)"
+            raise SqlError(f"{query.label} failed: {msg} (the database is opened read-only; open it read-write "
+                           "to allow changes)", param="write", names=_READ_WRITE) from exc
         raise SqlError(f"{query.label} failed: {msg}") from exc
 
 

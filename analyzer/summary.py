@@ -46,7 +46,8 @@ def parse_time(value: str | None, name: str, now: datetime | None = None) -> dat
 
 
 def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``--since``/``--until`` as naive UTC; an empty or reversed range is a usage error."""
+    """``since``/``until`` as naive UTC; an empty or reversed range is a usage error
+    (an :class:`~analyzer.errors.AnalyzerError` that names both, ``param="since"``)."""
     from datetime import timezone
 
     from .errors import AnalyzerError, ExitCode
@@ -54,8 +55,9 @@ def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, 
     now = datetime.now(timezone.utc).replace(tzinfo=None)  # one "now" for both ages
     since_dt, until_dt = parse_time(since, "since", now), parse_time(until, "until", now)
     if since_dt is not None and until_dt is not None and since_dt >= until_dt:
-        raise AnalyzerError(f"--since {since} is not before --until {until}: the range "
-                            f"[{since_dt.isoformat()}Z, {until_dt.isoformat()}Z) is empty", ExitCode.USAGE)
+        raise AnalyzerError(f"since {since} is not before until {until}: the range "
+                            f"[{since_dt.isoformat()}Z, {until_dt.isoformat()}Z) is empty", ExitCode.USAGE,
+                            param="since", names={"since": "since", "until": "until"})
     return since_dt, until_dt
 
 
@@ -72,11 +74,11 @@ def like_match(value: str | None, pattern: str) -> bool:
 
 
 def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -> list[str] | None:
-    """The models the ``--model`` patterns name (``ILIKE``, as in ``analyze sql``), or None for all.
+    """The models the ``patterns`` name (``ILIKE``, as in ``analyze sql``), or None for all.
 
     Raises:
-        AnalyzerError: (usage) a pattern that matches no model in the database; the
-            message lists the models it holds.
+        AnalyzerError: (usage, ``param="models"``) a pattern that matches no model in
+            the database; the message lists the models it holds.
     """
     if not patterns:
         return None
@@ -96,10 +98,11 @@ def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -
             close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
             listing = ", ".join(f"{terminal_text(m)} ({n:,} turns)" for m, n in known[:12]) or "none"
             raise AnalyzerError(
-                f"--model {pattern!r} matches no model in the database"
+                f"model {pattern!r} matches no model in the database"
                 + (f"; did you mean {terminal_text(close[0])!r}?" if close else "")
                 + f" The models are: {listing}{' ...' if len(known) > 12 else ''} "
-                "(a name, or a LIKE pattern such as 'glm%')", ExitCode.USAGE)
+                "(a name, or a LIKE pattern such as 'glm%')", ExitCode.USAGE,
+                param="models", names={"model": "models"})
         chosen += [m for m in hits if m not in chosen]
     return chosen
 
@@ -216,7 +219,7 @@ def build_summary(
 
 # ---------------------------------------------------------------------------
 # What the inputs and the proxy itself say: skipped files, lost records, slow
-# completions, replicas (issue 11). Each reads the summary's filters; the SQL is
+# completions, replicas. Each reads the summary's filters; the SQL is
 # in queries/ (lost_records_by_kind, slow_completions_by_model, replicas).
 
 #: What each kind of proxy_events line means, for the lines that say records were lost.

@@ -11,7 +11,7 @@ Then measures, in one run, on those files (see benchmarks/README.md for each row
 floor, store, the stdlib loop, `analyze` end to end on every form, its phases, the
 incremental day, the no-op re-run, metrics ingest (benchmarks/metrics.py, when present)
 and the report. Every row runs in its own process; peak RSS is that process's, from
-``os.wait4``. Prints the figures, then the targets of issue 10 with PASS/MISS computed
+``os.wait4``. Prints the figures, then the speed and memory targets with PASS/MISS computed
 from this run's figures. Asserts nothing: the machine is shared and noisy.
 
     PYTHONPATH=<tree under test> python benchmarks/ingest.py [--quick] [--rows a,b] [--json]
@@ -526,7 +526,7 @@ def _get(rows: dict, *keys):
 
 
 def targets(rows: dict) -> list[dict]:
-    """Issue 10's targets, each with this run's figure and whether it is met."""
+    """The speed and memory targets, each with this run's figure and whether it is met."""
     def ratio(a, b):
         return a / b if a is not None and b else None
 

@@ -1,4 +1,6 @@
-"""The answers of issue 13 get the same class online and offline.
+"""Answers that are not plain answers get the same class online and offline: blank
+content, a 200 with no usable choice, an empty or non-JSON 200 body, connect and
+pool timeouts, a 200 after the caller's deadline.
 
 Each case is one exchange twice: as the proxy has it in hand (payload, status,
 body, exception, latency -> ``analyzer.online`` features) and as the real proxy
@@ -142,7 +144,7 @@ def _online(case: Case) -> tuple[str, str | None]:
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("issue13")
+    tmp = tmp_path_factory.mktemp("online-offline")
     records = []
     for i, case in enumerate(CASES):
         rid = f"{i + 1:08x}"

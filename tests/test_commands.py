@@ -14,12 +14,18 @@ from pathlib import Path
 import pytest
 
 from analyzer.commands.options import naming, option_message
+from analyzer.db import connect
 from analyzer.errors import AnalyzerError, ExitCode
+from analyzer.export import export_parquet
+from analyzer.ingestion import ingest
 from analyzer.metrics import parse_model_map
 from analyzer.metrics.prometheus import parse_selector
+from analyzer.oncall import check_fail_on, parse_fail_on
 from analyzer.replay import endpoint_url, load_tools_file
-from analyzer.sqlrun import QueryParamError, bind_params, resolve
-from analyzer.summary import parse_time
+from analyzer.report.build import parse_week, resolve_period
+from analyzer.sqlrun import QueryParamError, bind_params, check_read_only, execute, resolve
+from analyzer.summary import parse_range, parse_time, resolve_models
+from analyzer.turns import refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +56,100 @@ def test_library_errors_name_no_option(tmp_path):
     for err, param, words in cases:
         assert err.param == param and words in str(err) and "--" not in str(err), str(err)
         assert err.exit_code in (ExitCode.USAGE, ExitCode.NO_INPUT)
+
+
+@pytest.fixture
+def small_db(tmp_path):
+    """A real database with one GLM turn, read-write then read-only."""
+    logs = write_jsonl(tmp_path / "a.jsonl", [request("c0000001", at(0), tool_results=TOOL_RESULT),
+                                              response_error("c0000001", at(0.5), NAKED_500)])
+    con = connect(tmp_path / "s.duckdb")
+    ingest(con, [str(logs)])
+    refresh_turns(con)
+    con.close()
+    return tmp_path / "s.duckdb"
+
+
+def test_more_library_errors_name_no_option(tmp_path, small_db):
+    """Each error as a notebook reads it (no flag, the argument it is about), and as `naming` words it
+    for the command line (the exact text `analyze` has always printed)."""
+    (tmp_path / "afile").write_text("", encoding="utf-8")
+    con = connect(small_db)
+    try:
+        cases = [
+            (lambda: export_parquet(con, tmp_path / "afile"), {"out_dir": "--parquet"},
+             f"out_dir {tmp_path / 'afile'}: exists and is not a directory",
+             f"--parquet {tmp_path / 'afile'}: exists and is not a directory"),
+            (lambda: parse_range("2026-11-20", "2026-11-19"), {"since": "--since", "until": "--until"},
+             "since 2026-11-20 is not before until 2026-11-19: the range "
+             "[2026-11-20T00:00:00Z, 2026-11-19T00:00:00Z) is empty",
+             "--since 2026-11-20 is not before --until 2026-11-19: the range "
+             "[2026-11-20T00:00:00Z, 2026-11-19T00:00:00Z) is empty"),
+            (lambda: resolve_models(con, ["glm5"]), {"models": "--model"},
+             "model 'glm5' matches no model in the database; did you mean 'glm-5'? The models are: glm-5 ",
+             "--model 'glm5' matches no model in the database; did you mean 'glm-5'? The models are: glm-5 "),
+            (lambda: parse_week("2026-47x"), {"week": "--week"},
+             "week: expected an ISO week like 2026-W47, got '2026-47x'",
+             "--week: expected an ISO week like 2026-W47, got '2026-47x'"),
+            (lambda: parse_week("2026-W60"), {"week": "--week"},
+             "week: no such ISO week: '2026-W60'", "--week: no such ISO week: '2026-W60'"),
+            (lambda: resolve_period(con, week="2026-W47", since="2026-11-16"),
+             {"week": "--week", "since": "--since", "until": "--until"},
+             "give either week or since/until, not both", "give either --week or --since/--until, not both"),
+            (lambda: resolve_period(con, since="2026-11-20", until="2026-11-19"),
+             {"since": "--since", "until": "--until"},
+             "until must be after since", "--until must be after --since"),
+            (lambda: parse_fail_on(["tool-history-5xx>>2%"]), {"specs": "--fail-on"},
+             "threshold 'tool-history-5xx>>2%': expected METRIC>N or METRIC>N%",
+             "--fail-on 'tool-history-5xx>>2%': expected METRIC>N or METRIC>N%"),
+            (lambda: parse_fail_on(["threshold>1"]), {"specs": "--fail-on"},
+             "threshold 'threshold>1': unknown metric 'threshold'; known: ok, ",
+             "--fail-on 'threshold>1': unknown metric 'threshold'; known: ok, "),
+            (lambda: parse_fail_on(["incidents>1%"]), {"specs": "--fail-on"},
+             "threshold 'incidents>1%': incidents is a count, not a share of the turns",
+             "--fail-on 'incidents>1%': incidents is a count, not a share of the turns"),
+            (lambda: check_fail_on({"turns": 1, "classes": {"ok": {"count": 0}}}, parse_fail_on(["failed>0"])),
+             {"thresholds": "--fail-on"}, "1 threshold crossed: failed 1 > 0",
+             "--fail-on: 1 threshold crossed: failed 1 > 0"),
+            (lambda: check_read_only("SELECT 1; SELECT 2"), {"write": "pass --write"},
+             "the SQL holds 2 statements; `analyze sql` runs one per call (open the database read-write to run "
+             "several)",
+             "the SQL holds 2 statements; `analyze sql` runs one per call (pass --write to run several)"),
+            (lambda: check_read_only("COPY (SELECT 1) TO 'x.csv'"), {"write": "pass --write"},
+             "COPY is not a read-only statement: ",
+             "COPY is not a read-only statement: "),
+        ]
+        for call, flags, library, command in cases:
+            with pytest.raises(AnalyzerError) as err:
+                call()
+            text = str(err.value)
+            assert text.startswith(library) and "--" not in text and err.value.param in flags, text
+            assert err.value.exit_code in (ExitCode.USAGE, ExitCode.THRESHOLD)
+            code = err.value.exit_code
+            with pytest.raises(AnalyzerError) as worded:
+                with naming(**flags):
+                    call()
+            assert str(worded.value).startswith(command) and worded.value.exit_code == code, str(worded.value)
+    finally:
+        con.close()
+    copy = _library_error(check_read_only, "COPY (SELECT 1) TO 'x.csv'")
+    assert str(copy).endswith("(open the database read-write to allow it)")
+    with pytest.raises(AnalyzerError) as copy_cli:
+        with naming(write="pass --write"):
+            check_read_only("COPY (SELECT 1) TO 'x.csv'")
+    assert str(copy_cli.value).endswith("(pass --write to allow it)")
+    # A change on a read-only connection: the notebook is told to open it read-write.
+    ro = connect(small_db, read_only=True)
+    try:
+        refused = _library_error(execute, ro, "CREATE TABLE t (x INT)")
+        assert refused.param == "write" and "--" not in str(refused), str(refused)
+        assert str(refused).endswith("(the database is opened read-only; open it read-write to allow changes)")
+        with pytest.raises(AnalyzerError) as cli:
+            with naming(write="pass --write"):
+                execute(ro, "CREATE TABLE t (x INT)")
+        assert str(cli.value).endswith("(the database is opened read-only; pass --write to allow changes)")
+    finally:
+        ro.close()
 
 
 def test_a_missing_query_parameter_is_said_without_the_option():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zlib
 
 import pytest
@@ -16,7 +15,6 @@ from tests.support.records import (
     DONE_ANSWER,
     TOOL_PAYLOAD,
     NAKED_500,
-    TOOL_CALL,
     TOOL_RESULT,
     at,
     request,

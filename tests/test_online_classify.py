@@ -65,7 +65,8 @@ LOGGED_ROWS = [
      "tool-call-stop-mismatch", LOGGED),
     ("tool-call-end-turn-mismatch", TF(status=200, has_content=False, has_tool_calls=True, finish_reason="end_turn"),
      "tool-call-stop-mismatch", LOGGED),
-    # Issue 13: a 200 that is not an answer.
+    # Answers that are not answers: a 200 with no usable choice, a 200 with
+    # finish_reason "error", an unreadable 200 body, a connect timeout, a 200 too late.
     ("no-answer-200-no-choices", TF(status=200, has_content=False, has_tool_calls=False, no_answer=True),
      "no-answer-200", LOGGED),
     ("no-answer-200-finish-error", TF(**OK_ANSWER, finish_reason="error"), "no-answer-200", LOGGED),
@@ -158,7 +159,7 @@ def test_legacy_length_vs_stop_from_token_evidence(tokens, max_tokens, reasoning
 
 
 # ---------------------------------------------------------------------------
-# parse_error: every error string of proxy-log-format.md's table
+# parse_error: every error string of docs/log-format.md's table ("How a failure reads")
 
 PARSE_ROWS = [
     # upstream answered with an HTTP error
@@ -177,7 +178,7 @@ PARSE_ROWS = [
     # connection failure or other exception
     ("connect", "ConnectError: All connection attempts failed", None, ("connect", None)),
     ("connect-dns", "ConnectError: [Errno -2] Name or service not known", None, ("connect", None)),
-    # Issue 13: a connect/pool/write timeout never reached the upstream; told
+    # A connect/pool/write timeout never reached the upstream; told
     # from a read timeout by the exception name, or in the proxy's own text by
     # the duration (30 s against 600/1,200 s).
     ("connect-timeout", "ConnectTimeout: timed out", None, ("connect-timeout", None)),
@@ -194,7 +195,7 @@ PARSE_ROWS = [
     ("dotted-exception", "httpx.ConnectError: All connection attempts failed", None, ("connect", None)),
     ("bare-exception-name", "RemoteProtocolError", None, ("reset", None)),
     ("other-exception", "KeyError: 'choices'", None, ("other", None)),
-    # Issue 13: the proxy's response.json() on an empty/non-JSON 200 body.
+    # The proxy's response.json() on an empty/non-JSON 200 body.
     ("json-decode", "JSONDecodeError: Expecting value: line 1 column 1 (char 0)", None, ("bad-body", 200)),
     # the proxy refused the request itself (analyzer.online's budget contract)
     ("budget-rejected", "ThinkingBudgetError: thinking_token_budget=-2 rejected: negative values other than -1 "
@@ -288,7 +289,7 @@ def test_features_from_exchange_live_answers():
         assert (broken.has_content, broken.has_tool_calls) == (False, False)
         assert broken.error_kind == "bad-body"
         assert classify(broken) == "empty-200-stop"
-    # JSON that is not an answer object (issue 13): a 200 without a usable answer.
+    # JSON that is not an answer object: a 200 without a usable answer.
     for body in ("[]", "5", '{"error": {"message": "overloaded"}}', '{"choices": []}'):
         assert classify(features_from_exchange(payload, 200, body)) == "no-answer-200"
     # No body at all (a legacy success record without content fields) stays unknown.

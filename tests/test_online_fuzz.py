@@ -1,4 +1,4 @@
-"""``analyzer.online`` is total on what the upstream and the client control (issue 13).
+"""``analyzer.online`` is total on what the upstream and the client control.
 
 The proxy imports this module on every request: an exception here is a 500 to
 the client and a lost response record. Hypothesis generates arbitrary JSON (and
@@ -8,7 +8,8 @@ function must return a result, and the only exception the client can provoke is
 the documented :class:`analyzer.online.ClientRequestError` (a ``ValueError``).
 
 Each property runs at least as many examples as the 348 malformed calls of the
-issue's report; ``KNOWN_CRASHERS`` replays the exact shapes it listed.
+fuzz run that first found crashes here; ``KNOWN_CRASHERS`` replays the exact
+shapes that raised then.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from analyzer.online import (
 )
 from analyzer.online.ladder import ALL_RUNGS, LENGTH_RUNGS, RungUnavailable, flatten_messages
 
-EXAMPLES = 350  # at least the 348 malformed calls of the issue, per property
+EXAMPLES = 350  # at least the 348 malformed calls of the first fuzz run, per property
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -250,7 +251,7 @@ def test_client_values_get_a_result_or_the_documented_client_error(payload, mode
         assert got is None or (isinstance(got, int) and got >= 0)
 
 
-# The shapes the issue's report saw raise, replayed exactly.
+# The shapes that once raised, replayed exactly.
 _TOOL_HISTORY = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "q"}}]},
                  {"role": "tool", "tool_call_id": "c1", "content": "rows"}]
 

@@ -564,7 +564,7 @@ def test_length_recovery_at_the_budget_rung():
     send = ScriptedSend(LENGTH, OK)
     result = run_ladder(payload, send, length_recovery=True, answer_reserve=1024)
     assert result.recovered_at == "thinking_budget" and send.calls == 2
-    assert send.payloads[1]["thinking_token_budget"] == 3070  # seed 003's exact-boundary row
+    assert send.payloads[1]["thinking_token_budget"] == 3070  # the answer-reserve table's exact-boundary row (4096, reserve 1024)
 
 
 def test_length_recovery_does_not_replace_the_tool_ladder():
@@ -589,7 +589,7 @@ def test_tool_choice_none_also_closes_the_legacy_function_call():
     assert out["function_call"] == "none" and out["tool_choice"] == "none"
 
 
-# -- issue 13: a ladder that fits production ----------------------------------
+# -- a ladder that fits production ---------------------------------------------
 
 
 def test_every_enabled_rung_is_reachable_under_the_defaults():

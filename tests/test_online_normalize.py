@@ -1,5 +1,6 @@
-"""The request normalizer: the thinking-budget contract (seed 003), thinking keys
-per model family, and OpenAI -> Anthropic stop reasons (seed 002)."""
+"""The request normalizer: the GLM thinking-budget contract (``thinking_token_budget``
+values and the answer reserve), thinking keys per model family, and OpenAI ->
+Anthropic stop reasons (a mixed text + tool-call stream ends in ``tool_use``)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from analyzer.online import (
 )
 
 # ---------------------------------------------------------------------------
-# thinking_token_budget: accepted and rejected values (seed 003, "Validate accepted
-# budget values")
+# thinking_token_budget: accepted and rejected values (GLM-5.2 on vLLM: null or -1
+# for no limit, 0 and positive integers, nothing else)
 
 
 @pytest.mark.parametrize("value", [None, -1], ids=["null-or-omitted", "minus-one"])
@@ -97,8 +98,8 @@ def test_invalid_max_tokens_is_named(max_tokens):
     assert info.value.value == max_tokens
 
 
-# The seven answer-reserve cells of seed 003 ("Reserve answer capacity explicitly"):
-# capacity = max_tokens - budget - 1 end marker - 1 stop token.
+# The seven cells of the GLM-5.2 answer-reserve table (max_tokens, budget, reserve,
+# capacity, accepted): capacity = max_tokens - budget - 1 end marker - 1 stop token.
 RESERVE_ROWS = [
     (192, 16, 64, 174, True),
     (192, 32, 64, 158, True),
@@ -151,7 +152,7 @@ def _kwargs(payload):
 
 @pytest.mark.parametrize("model", ["glm-5", "glm-5.2-fp8", "GLM-4.6", "z-ai/glm-5.2", "zai-org/GLM-5.2-FP8"])
 def test_glm_gets_both_keys_and_clears_earlier_reasoning_when_enabled(model):
-    # Issue 13: clear_thinking false would replay every earlier turn's reasoning
+    # clear_thinking false would replay every earlier turn's reasoning
     # into the prompt (GLM-5's template gate); true keeps only the current cycle's.
     out = normalize_thinking({"model": model, "messages": []}, model, True)
     assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
@@ -323,8 +324,9 @@ def _stop_reason_of_stream(chunks):
     return saw_text, anthropic_stop_reason(finish, saw_tool)
 
 
-def test_seed_002_mixed_text_then_tool_call_stream_ends_in_tool_use():
-    # The exact upstream shape of seed 002's mock vLLM: text, then a tool call in
+def test_vllm_mixed_text_then_tool_call_stream_ends_in_tool_use():
+    # The exact upstream shape of the mock vLLM in the Anthropic stop-reason bug
+    # report (end_turn after a mixed stream): text, then a tool call in
     # the same turn, then finish_reason tool_calls.
     chunks = [
         {"choices": [{"delta": {"content": "\n\nNow let me fetch the source branch:"}, "index": 0,

@@ -80,7 +80,7 @@ def only_response(proxy):
     (fail_until(TOOL_CHOICE_NONE), {}, TOOL_CHOICE_NONE, "tool-history-5xx"),
     (fail_on_tool_history_with_tools(), {}, DROP_TOOLS, "tool-history-5xx"),
     (fail_until(FINAL_ANSWER, failure=empty_200_stop), {}, FINAL_ANSWER, "empty-200-stop"),
-    # Issue 13: flatten=True is reachable with the default max_attempts.
+    # flatten=True is reachable with the default max_attempts.
     (fail_until(FLATTEN_TRANSCRIPT), {"flatten": True}, FLATTEN_TRANSCRIPT, "tool-history-5xx"),
 ], ids=["rung1-tool_choice_none", "rung2-drop_tools", "rung3-final_answer", "rung4-flatten-opt-in"])
 def test_recovery_at_the_expected_rung(upstream, make_proxy, script, options, rung, trigger):

@@ -1,4 +1,5 @@
-"""The README's example proxy survives the fuzz of issue 13 over real HTTP.
+"""The example proxy of analyzer/online/README.md survives malformed upstream answers
+and client junk over real HTTP.
 
 A fault-injecting upstream on 127.0.0.1 answers with malformed bodies (the
 bodies of ``tests/test_online_fuzz.py``: arbitrary JSON, answer-shaped JSON with

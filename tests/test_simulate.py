@@ -1,5 +1,5 @@
 """Tests of tools.simulator: the synthetic week must be deterministic, well-formed
-and shaped exactly like what the real proxy writes (docs/proxy-log-format.md)."""
+and shaped exactly like what the real proxy writes (docs/log-format.md)."""
 
 from __future__ import annotations
 

@@ -11,10 +11,12 @@ def export_command(out_dir: str | Path, db: str | Path | None = None):
     from ..db import connect
     from ..export import export_parquet
     from ..terminal import print_export_report
+    from .options import naming
 
     con = connect(db, read_only=True)
     try:
-        report = export_parquet(con, out_dir)
+        with naming(out_dir="--parquet"):
+            report = export_parquet(con, out_dir)
     finally:
         con.close()
     print_export_report(report)

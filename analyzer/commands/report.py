@@ -11,7 +11,7 @@ def report_command(db: Path | None, files: list[str] | None, *, week: str | None
     from ..report import make_report
     from .options import naming
 
-    with naming(since="--since", until="--until"):
+    with naming(week="--week", since="--since", until="--until"):
         path = make_report(db, files or None, week=week, since=since, until=until, output=output,
                            plotly="cdn" if plotly_cdn else "inline")
     print(path)

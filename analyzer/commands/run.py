@@ -15,7 +15,7 @@ from .options import existing_db, naming
 
 # The library's parameters as `analyze run` spells them.
 _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
-          "model_map": "--model-map", "since": "--since", "until": "--until"}
+          "model_map": "--model-map", "since": "--since", "until": "--until", "models": "--model"}
 
 
 def run(
@@ -48,7 +48,8 @@ def run(
     if fail_on:  # analyzer.oncall (and analyzer.online with it) only when asked: a re-run starts faster
         from ..oncall import parse_fail_on
 
-        thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
+        with naming(specs="--fail-on"):
+            thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     with naming(**_FLAGS):
         if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
             summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
@@ -62,7 +63,8 @@ def run(
     if thresholds:
         from ..oncall import check_fail_on
 
-        check_fail_on(summary, thresholds)
+        with naming(thresholds="--fail-on"):
+            check_fail_on(summary, thresholds)
     return summary
 
 

@@ -43,7 +43,10 @@ def run_sql(
         UnknownQueryError, QueryParamError, SqlError (exit 2);
         analyzer.errors.DatabaseError (exit 5).
     """
-    with _param_flags():
+    from .options import naming
+
+    # The read-only refusals' remedy (``open the database read-write``), as this command says it.
+    with _param_flags(), naming(write="pass --write"):
         return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, out=out, err=err)
 
 

@@ -10,8 +10,9 @@ new payload built from the original without mutating it:
 4. ``flatten_transcript`` (opt-in) — as 3, with assistant tool calls and tool
    results rewritten as plain chat messages, so no tool structure remains
 
-An opt-in second ladder handles ``length-with-no-content`` (seed 003): retry with a
-``thinking_token_budget`` that leaves the answer its reserve, then with thinking off.
+An opt-in second ladder handles ``length-with-no-content`` (the reasoning ate the
+whole ``max_tokens``): retry with a ``thinking_token_budget`` that leaves the answer
+its reserve, then with thinking off.
 
 Every enabled rung is reachable under the defaults (``max_attempts`` defaults to
 one call per rung plus the original). A rung that cannot be built from the
@@ -140,7 +141,7 @@ class Attempt:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
-    no_answer: bool | None = None  # a 2xx JSON body with no usable choice (issue 13)
+    no_answer: bool | None = None  # a 2xx JSON body with no usable choice (``no-answer-200``)
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as a JSON-ready dict (the ``ladder.attempts`` log shape)."""

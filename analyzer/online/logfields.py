@@ -9,7 +9,8 @@ from .features import answer_summary, features_from_exchange, has_tool_history, 
 from .ladder import LadderResult
 
 #: Bumped when the shape of :func:`log_fields` changes; the analyzer reads it.
-#: 2: ``ladder.skipped``, the ``deadline`` outcome, and the classes of issue 13.
+#: 2: ``ladder.skipped``, ``attempts[].no_answer``, the ``deadline`` outcome, and the
+#: classes ``no-answer-200``, ``connect-timeout`` and ``late-200``.
 LOG_FIELDS_VERSION = 2
 
 

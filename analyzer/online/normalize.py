@@ -6,7 +6,8 @@ from typing import Any, Mapping
 
 # Chat-template keys that switch thinking on/off, per model family. GLM gets both
 # keys because GLM/vLLM template revisions disagree about which one they read
-# (seed 000): sending both is a no-op when the current key is the right one.
+# (the fallback-ladder proposal's dual-key normalization): sending both is a
+# no-op when the current key is the right one.
 THINKING_KEYS: dict[str, tuple[str, ...]] = {
     "glm": ("enable_thinking", "thinking"),
     "qwen": ("enable_thinking",),
@@ -30,7 +31,8 @@ THINKING_KEYS: dict[str, tuple[str, ...]] = {
 CLEAR_THINKING_FAMILIES = frozenset({"glm"})
 
 # Tokens a budgeted answer spends beyond the thinking span: the forced </think>
-# marker and the terminal stop token (seed 003's audited GLM-5.2 layout).
+# marker and the terminal stop token (GLM-5.2 on vLLM's token layout, as the
+# thinking_token_budget contract counts it).
 BUDGET_OVERHEAD_TOKENS = 2
 
 
@@ -136,7 +138,7 @@ def validate_thinking_budget(
     *,
     max_budget: int | None = None,
 ) -> int | None:
-    """Check a ``thinking_token_budget`` against the seed-003 contract.
+    """Check a ``thinking_token_budget`` against the GLM thinking-budget contract.
 
     Returns the normalized budget: None for "no budget" (absent, null or -1),
     otherwise the integer itself (0 is a valid budget; -1 never becomes 0).
@@ -202,7 +204,7 @@ def anthropic_stop_reason(finish_reason: str | None, saw_tool_calls: bool) -> st
     """Map an OpenAI ``finish_reason`` to an Anthropic ``stop_reason``.
 
     A turn that emitted tool calls ends in ``tool_use`` whatever the upstream said
-    (seed 002: a mixed text + tool-call stream must not end in ``end_turn``, or
+    (a mixed text + tool-call stream from vLLM must not end in ``end_turn``, or
     the client never runs the tool). Unknown or empty reasons give None, so the
     caller keeps its own default.
     """

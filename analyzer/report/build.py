@@ -100,11 +100,11 @@ def parse_week(week: str) -> date:
     """The Monday of an ISO week written ``2026-W47`` (or ``2026W47``)."""
     m = re.fullmatch(r"\s*(\d{4})-?[Ww](\d{1,2})\s*", week)
     if not m:
-        raise AnalyzerError(f"--week: expected an ISO week like 2026-W47, got {week!r}", ExitCode.USAGE)
+        raise AnalyzerError(f"week: expected an ISO week like 2026-W47, got {week!r}", ExitCode.USAGE, param="week")
     try:
         return date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
     except ValueError as exc:
-        raise AnalyzerError(f"--week: no such ISO week: {week!r}", ExitCode.USAGE) from exc
+        raise AnalyzerError(f"week: no such ISO week: {week!r}", ExitCode.USAGE, param="week") from exc
 
 
 def _week_period(monday: date) -> Period:
@@ -138,7 +138,8 @@ def resolve_period(
     """
     since_dt, until_dt = _as_datetime(since, "since"), _as_datetime(until, "until")
     if week and (since_dt or until_dt):
-        raise AnalyzerError("give either --week or --since/--until, not both", ExitCode.USAGE)
+        raise AnalyzerError("give either week or since/until, not both", ExitCode.USAGE, param="week",
+                            names={"week": "week", "since": "since", "until": "until"})
     if week:
         return _week_period(parse_week(week))
     first, last = con.execute("SELECT min(ts), max(ts) FROM turns").fetchall()[0]
@@ -149,7 +150,8 @@ def resolve_period(
         since_dt = since_dt or datetime.combine(first.date(), datetime.min.time())
         until_dt = until_dt or datetime.combine(last.date(), datetime.min.time()) + timedelta(days=1)
         if until_dt <= since_dt:
-            raise AnalyzerError("--until must be after --since", ExitCode.USAGE)
+            raise AnalyzerError("until must be after since", ExitCode.USAGE, param="until",
+                                names={"until": "until", "since": "since"})
         span = until_dt - since_dt
         return Period(since_dt, until_dt, _range_label(since_dt, until_dt), since_dt - span,
                       _range_label(since_dt - span, since_dt), f"{since_dt:%Y-%m-%d}_{until_dt:%Y-%m-%d}")

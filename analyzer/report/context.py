@@ -44,7 +44,7 @@ class ChartSpec(_Model):
 class ClassCount(_Model):
     """How many turns got one incident class."""
 
-    incident_class: str = Field(description="The class (see the README's class table).")
+    incident_class: str = Field(description="The class (see the class table in docs/design.md).")
     count: int = Field(description="Turns with this class.")
     rate: float = Field(description="Share of the turns in scope.")
 
@@ -145,7 +145,7 @@ class TimelineSection(_Model):
     """Turns per day (hour for ranges up to two days), stacked by class."""
 
     granularity: Literal["day", "hour"] = Field(description="Bucket size.")
-    classes: list[str] = Field(description="Classes present in the period, in the README's order.")
+    classes: list[str] = Field(description="Classes present in the period, in the order of `analyzer.online.CLASSES` (unknown ones last, sorted).")
     buckets: list[TimelineBucket] = Field(description="Every bucket of the period, empty ones included.")
     windows: list[PodWindow] = Field(description="Wedged/down windows of the focus models' pods overlapping the period (shaded).")
     metrics_note: str | None = Field(description="Why no windows can be shown (no metrics given), or None.")
@@ -268,7 +268,7 @@ class PositionSection(_Model):
 
 
 # ---------------------------------------------------------------------------
-# Length vs budget (seed 003)
+# Length vs budget: the thinking_token_budget that would have kept an answer
 
 
 class CapRow(_Model):
@@ -284,7 +284,7 @@ class CapRow(_Model):
 
 
 class LengthBudgetSection(_Model):
-    """Seed 003's question: what budget would have kept an answer."""
+    """What thinking_token_budget would have kept an answer (with its reserve) at each cap."""
 
     turns: int = Field(description="`length-with-no-content` turns of the focus models.")
     thinking_turns: int = Field(description="Focus turns with thinking asked for or a reasoning trace.")

@@ -23,7 +23,7 @@ TEMPLATE = "report.html.j2"
 
 
 # ---------------------------------------------------------------------------
-# Filters the templates use (documented in the README section "The weekly report")
+# Filters the templates use (documented in docs/report.md)
 
 
 def num(value: float | int | None, digits: int = 0) -> str:

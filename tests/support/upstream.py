@@ -13,9 +13,10 @@ Typical use (``from tests.support.upstream import ...``)::
         assert upstream.rungs_seen() == ["original", "tool_choice_none", "drop_tools"]
 
 The GLM failure that matters most is the *naked* 500: an empty body,
-``content-length: 0`` and no ``server`` header (see proxy-log-format.md). The
-script helpers produce it, the empty ``200`` with ``finish_reason: stop``, the
-``length`` answer with no content, a 429, and ordinary answers.
+``content-length: 0`` and no ``server`` header (see docs/log-format.md, "How a
+failure reads"). The script helpers produce it, the empty ``200`` with
+``finish_reason: stop``, the ``length`` answer with no content, a 429, and
+ordinary answers.
 
 The upstream recognises ladder rungs from what a payload looks like, not from
 any ladder constant, so it is an independent oracle for the ladder under test.

@@ -33,7 +33,7 @@ class Profile:
     p_length: float  # reasoning eats the whole max_tokens (thinking on and a cap sent)
     p_slow: float  # a 200-900 s generation (slow warning, or the caller hangs up first)
     p_repair: float  # the proxy repaired leaked tool-call argument markup
-    p_mismatch: float  # tool calls with finish_reason "stop" (seed 002)
+    p_mismatch: float  # tool calls with finish_reason "stop" (`tool-call-stop-mismatch`)
     price_in: float = 0.0  # USD per million tokens (OpenRouter reports a cost)
     price_out: float = 0.0
     pod_model: bool = False  # served by a self-hosted vLLM pod that Prometheus scrapes

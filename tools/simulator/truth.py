@@ -131,7 +131,7 @@ def write_ground_truth(
     totals = {"records": 0, "request": 0, "response": 0, "system_prompt": 0, "truth": 0}
     sessions: set = set()
     head = {
-        "generator": "analyzer.simulate",
+        "generator": "tools.simulator",
         "seed": week.seed,
         "sessions": week.sessions,
         "start": iso_seconds(week.start),
