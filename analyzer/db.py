@@ -380,6 +380,57 @@ def _m005_settings(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m006_metric_series(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- Metric samples stored as series and points: a week holds a few
+        -- hundred series and a million points, so each label set is stored once and
+        -- a point carries only its series' number. `metric_samples` becomes a view
+        -- with the columns the table had (queries/metric_samples.sql).
+        CREATE TABLE metric_series (
+            series_id   INTEGER PRIMARY KEY,
+            metric      VARCHAR NOT NULL,      -- normalized: vllm:generation_tokens_total, up, ...
+            pod         VARCHAR,               -- namespace/pod (analyzer.metrics.samples.pod_identity)
+            model_name  VARCHAR,
+            instance    VARCHAR,
+            job         VARCHAR,
+            labels      JSON                   -- canonical JSON of the label set (sorted keys, no __name__)
+        );
+        -- Where points came from (a file's absolute path, or a Prometheus URL without credentials).
+        CREATE TABLE metric_sources (
+            source_id   INTEGER PRIMARY KEY,
+            source      VARCHAR NOT NULL
+        );
+        -- One row per stored sample: a point of a series. (series_id, ts) is unique.
+        CREATE TABLE metric_points (
+            series_id   INTEGER NOT NULL,
+            ts          TIMESTAMP NOT NULL,
+            value       DOUBLE,
+            source_id   INTEGER                -- null for samples stored without a source before 006
+        );
+        INSERT INTO metric_series
+        SELECT row_number() OVER (ORDER BY metric, pod NULLS FIRST, model_name NULLS FIRST, instance NULLS FIRST,
+                                           job NULLS FIRST, labels NULLS FIRST),
+               metric, pod, model_name, instance, job, labels::JSON
+        FROM (SELECT DISTINCT metric, pod, model_name, instance, job, labels::VARCHAR AS labels FROM metric_samples);
+        INSERT INTO metric_sources
+        SELECT row_number() OVER (ORDER BY source), source
+        FROM (SELECT DISTINCT source FROM metric_samples WHERE source IS NOT NULL);
+        INSERT INTO metric_points
+        SELECT s.series_id, m.ts, m.value, f.source_id
+        FROM metric_samples m
+        JOIN metric_series s
+          ON s.metric = m.metric AND s.pod IS NOT DISTINCT FROM m.pod
+         AND s.model_name IS NOT DISTINCT FROM m.model_name AND s.instance IS NOT DISTINCT FROM m.instance
+         AND s.job IS NOT DISTINCT FROM m.job AND s.labels::VARCHAR IS NOT DISTINCT FROM m.labels::VARCHAR
+        LEFT JOIN metric_sources f ON f.source = m.source;
+        DROP TABLE metric_samples;
+        -- the view of the same name is created from queries/ right after the migrations
+        DELETE FROM build_state WHERE name = 'views';
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -387,6 +438,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("003_build_state", _m003_build_state),
     ("004_production_inputs", _m004_production_inputs),
     ("005_settings", _m005_settings),
+    ("006_metric_series", _m006_metric_series),
 ]
 
 

@@ -130,7 +130,9 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM source_files WHERE file_id IN (SELECT file_id FROM forget_ids)")
         if metric_sources:
-            con.execute("DELETE FROM metric_samples WHERE list_contains(?, source)", [metric_sources])
+            from .metrics.store import forget_sources
+
+            forget_sources(con, metric_sources)
         # Replay attempts of turns that are no longer in the database.
         report.replay_attempts = con.execute(
             "SELECT count(*) FROM replay_attempts a WHERE NOT EXISTS "

@@ -64,8 +64,9 @@ def holdings(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
              ).fetchall()}
     sources: dict[str, int] = {}
     # One row per folder, not per file: a database of 10,000 chunks has a few folders.
+    # (parse_dirpath, not a regexp: half the cost, and this runs twice on every run.)
     for folder, n, example in con.execute(
-            "SELECT regexp_replace(path, '/[^/]*$', ''), count(*), min(path) FROM source_files GROUP BY 1 ORDER BY 1"
+            "SELECT parse_dirpath(path, 'forward_slash'), count(*), min(path) FROM source_files GROUP BY 1 ORDER BY 1"
     ).fetchall():
         src = source_of(example)
         sources[src] = sources.get(src, 0) + n

@@ -35,13 +35,11 @@ from datetime import datetime, timezone
 from typing import Callable, Iterable
 
 import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .db import transaction
 from .errors import ExitCode, InputError
-from .input_readers import FileFailed, parquet_pieces, stdin_pieces, text_pieces
-from .linereader import LineBlock, LongLine, prefetch
+from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
+from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
 from .online import BLANK_CHARS
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 
@@ -101,6 +99,11 @@ BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 256 * 1024 * 1024))
 BATCH_LINES = int(os.environ.get("ANALYZER_BATCH_LINES", 122_880))
 # Bytes read at a time.
 _READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
+# Files up to this size (and never over the longest line kept) are read whole,
+# many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
+_SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
+# Runs of small files read ahead of the batch DuckDB is storing.
+_RUNS_AHEAD = 3
 
 # A kubectl stdout line: an optional multi-pod prefix (`kubectl logs --prefix`:
 # `[pod/NAME/CONTAINER] `, or stern's `NAME CONTAINER `), an optional
@@ -476,39 +479,61 @@ class _Batch:
     """Lines gathered for one transaction, and the file progress they complete."""
 
     def __init__(self) -> None:
-        self.pieces: list[pa.RecordBatch] = []
+        self.pieces: list = []  # Arrow record batches shaped like _batch_schema()
         self.long_lines: list[tuple[int, str, int, str, str]] = []
         self.files: dict[int, _FileState] = {}
         self.nbytes = 0
         self.lines = 0
-        self.small: list[pa.RecordBatch] = []
+        # small pieces, not yet made columns: (lines, file_id, first_line, from_stdout, pod)
+        self.small: list[tuple] = []
+        self.small_bytes = 0
 
     def seal(self) -> None:
-        """Merge the small pieces gathered so far into one Arrow batch."""
-        if self.small:
-            self.pieces.append(pa.concat_batches(self.small))
-            self.small = []
+        """Make the small pieces gathered so far Arrow batches: one per run of consecutive slices
+        of one array (no copy), else one merged batch (a copy)."""
+        if not self.small:
+            return
+        groups: list[list[tuple]] = []
+        key = None
+        for item in self.small:
+            lines = item[0]
+            k = lines.buffers()[1].address
+            if not groups or k != key or lines.offset != groups[-1][-1][0].offset + len(groups[-1][-1][0]):
+                groups.append([])
+            groups[-1].append(item)
+            key = k
+        # A long run of slices stays one uncopied batch; short ones (files read one by
+        # one: gzip chunks, say) are merged until a batch is worth DuckDB's scan.
+        cur: list[tuple] = []
+        cur_lines = 0
+        for g in groups:
+            n = sum(len(it[0]) for it in g)
+            if cur and (cur_lines >= _SMALL_PIECE or n >= _SMALL_PIECE):
+                self.pieces.append(_columns(cur))
+                cur, cur_lines = [], 0
+            cur.extend(g)
+            cur_lines += n
+        if cur:
+            self.pieces.append(_columns(cur))
+        self.small, self.small_bytes = [], 0
 
     def add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         n = len(piece.lines)
-        ones = pa.nulls(n, pa.int64()).fill_null(1)
-        cols = [
-            pa.nulls(n, pa.int32()).fill_null(state.file_id),
-            pc.cumulative_sum(ones, start=piece.first_line - 1),
-            piece.lines,
-            pa.nulls(n, pa.bool_()).fill_null(stdout),
-            pa.nulls(n, pa.large_string()) if pod is None else pa.nulls(n, pa.large_string()).fill_null(pod),
-        ]
-        rb = pa.RecordBatch.from_arrays(cols, schema=_BATCH_SCHEMA)
+        self.files[state.file_id] = state
+        if not n:
+            return
+        item = (piece.lines, state.file_id, piece.first_line, stdout, pod)
         if n < _SMALL_PIECE:
-            # Thousands of small chunk files make thousands of tiny Arrow batches,
-            # and DuckDB pays per batch it scans: merge them as they come (a copy of
-            # a few hundred small pieces at a time, so memory does not double).
-            self.small.append(rb)
-            if len(self.small) >= 256:
+            # Thousands of small chunk files make thousands of small pieces, and both
+            # building columns per piece and DuckDB scanning many tiny batches cost
+            # per piece: they are gathered and made columns together, some MB at a
+            # time (slices of one run of files without a copy, others merged).
+            self.small.append(item)
+            self.small_bytes += piece.nbytes
+            if self.small_bytes >= _SEAL_BYTES:
                 self.seal()
         else:
-            self.pieces.append(rb)
+            self.pieces.append(_columns([item]))
         self.nbytes += piece.nbytes
         self.lines += n
         self.files[state.file_id] = state
@@ -521,11 +546,60 @@ class _Batch:
 
 
 _SMALL_PIECE = 4096  # lines: pieces smaller than this are merged
+_SEAL_BYTES = 16 * 1024 * 1024  # merged a few MB at a time
 
-_BATCH_SCHEMA = pa.schema([
-    ("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_string()),
-    ("from_stdout", pa.bool_()), ("file_pod", pa.large_string()),
-])
+
+def _batch_schema():
+    pa, _ = arrow()
+    return pa.schema([
+        ("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_string()),
+        ("from_stdout", pa.bool_()), ("file_pod", pa.large_string()),
+    ])
+
+
+def _columns(items: list[tuple]):
+    """One Arrow batch (``batch_lines``' shape) of pieces ``(lines, file_id, first_line, from_stdout, pod)``.
+
+    The per-line columns are run-length decoded from one value per piece: the
+    cost is per line in C++, not per piece in Python.
+    """
+    pa, pc = arrow()
+    ends, at = [], 0
+    for it in items:
+        at += len(it[0])
+        ends.append(at)
+    ends_arr = pa.array(ends, pa.int32())
+
+    def runs(values, typ):
+        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends_arr, pa.array(values, typ)))
+
+    starts = [e - len(it[0]) for e, it in zip(ends, items)]
+    index = pc.cumulative_sum(pa.nulls(at, pa.int64()).fill_null(1), start=-1)  # 0, 1, 2, ...
+    cols = [
+        runs([it[1] for it in items], pa.int32()),
+        pc.add(index, runs([it[2] - s for it, s in zip(items, starts)], pa.int64())),
+        _joined([it[0] for it in items]),
+        runs([it[3] for it in items], pa.bool_()),
+        runs([it[4] for it in items], pa.large_string()),
+    ]
+    return pa.RecordBatch.from_arrays(cols, schema=_batch_schema())
+
+
+def _joined(arrays: list):
+    """The arrays one after the other: without a copy when they are consecutive slices of one
+    array (the files of a run of small files), else concatenated."""
+    pa, _ = arrow()
+    if len(arrays) == 1:
+        return arrays[0]
+    first = arrays[0]
+    bufs = first.buffers()
+    at = first.offset + len(first)
+    for a in arrays[1:]:
+        if a.offset != at or a.buffers()[1].address != bufs[1].address:
+            return pa.concat_arrays(arrays)
+        at += len(a)
+    return pa.Array.from_buffers(first.type, at - first.offset, bufs, offset=first.offset)
+
 
 # An S3 chunk named by a newer proxy: `HH-MM-SS-<host>-<pid>-<8hex>.jsonl`, where
 # the host is the pod's $HOSTNAME, i.e. the replica that wrote it.
@@ -552,12 +626,70 @@ class _Ingest:
         self.now = datetime.now(timezone.utc).replace(tzinfo=None)
 
     # -- files -------------------------------------------------------------
+    def read_all(self, todos: Iterable[_Todo]) -> None:
+        """Read the planned files in order; runs of small plain files are read ahead, whole, in a thread."""
+        todos = list(todos)
+        small = [t for t in todos if self._small(t)]
+        if len(small) < 2:  # nothing to gain from a reader of runs
+            for t in todos:
+                self.read_file(t)
+            return
+        runs = prefetch(whole_files(small, cap=_SMALL_FILE), depth=_RUNS_AHEAD)
+        ahead: list[WholeFile] = []
+        try:
+            for t in todos:
+                if not self._small(t):
+                    self.read_file(t)
+                    continue
+                if not ahead:
+                    ahead = next(runs)
+                self._whole_file(ahead.pop(0))
+        finally:
+            runs.close()
+
+    @staticmethod
+    def _small(t: _Todo) -> bool:
+        """A file read whole with others (:func:`whole_files`): small, plain text, newline-separated, from its start."""
+        f = t.source
+        return (f.form in (JSONL, KUBECTL) and not f.compressed and f.separator == b"\n"
+                and not t.resume_bytes and f.size <= _SMALL_FILE)
+
+    def _new_state(self, todo: _Todo) -> _FileState:
+        return _FileState(todo, file_id=todo.file_id if todo.file_id is not None else self._new_id(todo),
+                          bytes_done=todo.resume_bytes, lines_done=todo.resume_lines,
+                          registered=todo.file_id is not None,
+                          reset=todo.file_id is not None and not todo.resume_lines)
+
+    def _whole_file(self, w: WholeFile) -> None:
+        """One small file read whole: its lines into the batch, the file complete."""
+        todo = w.todo
+        f = todo.source
+        if w.fallback:
+            self.read_file(todo)
+            return
+        state = self._new_state(todo)
+        if w.error is not None:  # as read_file does with a file that fails before its first line
+            self._skip(f, w.error, state)
+            if not state.registered:
+                self.done += f.size  # nothing read: not registered, so the next run tries again
+                return
+        if w.block is not None:
+            self._add(state, w.block, KUBECTL in (f.form, f.text_form), chunk_pod(f.path) if f.form == JSONL else None)
+        state.complete = True
+        self.batch.touch(state)
+        self.done += f.size
+        if self.batch.nbytes >= BATCH_BYTES or self.batch.lines >= BATCH_LINES:
+            self.flush()
+
     def read_file(self, todo: _Todo) -> None:
         f = todo.source
-        state = _FileState(todo, file_id=todo.file_id if todo.file_id is not None else self._new_id(todo),
-                           bytes_done=todo.resume_bytes, lines_done=todo.resume_lines,
-                           registered=todo.file_id is not None,
-                           reset=todo.file_id is not None and not todo.resume_lines)
+        state = self._new_state(todo)
+        try:  # taken now, while the file is there: its registry row needs it
+            f.fingerprint()
+        except FormError as exc:
+            self._skip(f, exc.reason, state)
+            self.done += f.size
+            return
         stdout = KUBECTL in (f.form, f.text_form)
         pod = chunk_pod(f.path) if f.form == JSONL else None
         disk = [0]
@@ -637,7 +769,8 @@ class _Ingest:
             return
         con = self.con
         batch.seal()
-        table = pa.Table.from_batches(batch.pieces, schema=_BATCH_SCHEMA)
+        pa, _ = arrow()
+        table = pa.Table.from_batches(batch.pieces, schema=_batch_schema())
         con.register("batch_lines", table)
         try:
             with transaction(con):
@@ -723,6 +856,7 @@ class _Ingest:
                          ("reset", st.registered and st.reset)):
                 cols[k].append(v)
             st.registered, st.reset = True, False
+        pa, _ = arrow()
         self.con.register("_batch_files_arrow", pa.table(cols))
         try:
             self.con.execute("CREATE OR REPLACE TEMP TABLE batch_files AS SELECT * FROM _batch_files_arrow")
@@ -756,6 +890,7 @@ class _Ingest:
                          ("bytes_done", st.bytes_done), ("complete", st.complete),
                          ("size_bytes", f.size if f.form != STDIN else st.bytes_done)):
                 cols[k].append(v)
+        pa, _ = arrow()
         self.con.register("_progress_arrow", pa.table(cols))
         try:
             self.con.execute(
@@ -813,10 +948,6 @@ def ingest(
         found = discover_inputs([], files=list(inputs))  # type: ignore[arg-type]
     else:
         found = discover_inputs([str(i) for i in inputs])
-    # pyarrow's default allocator (mimalloc) keeps freed batches mapped; the
-    # system allocator hands them back, which keeps a long ingest's peak memory
-    # near one batch (measured: ~100-200 MB less peak RSS on a week).
-    pa.set_memory_pool(pa.system_memory_pool())
     report = IngestReport(files_seen=len(found.files))
     report.notes.extend(found.notes)
     report.skipped_files.extend(found.skipped)
@@ -839,12 +970,18 @@ def ingest(
         ids = con.execute("SELECT nextval('source_file_ids') FROM range(?)", [len(fresh)]).fetchall()
         for t, (i,) in zip(fresh, ids):
             t.new_id = i
+    if todo:
+        # pyarrow's default allocator (mimalloc) keeps freed batches mapped; the
+        # system allocator hands them back, which keeps a long ingest's peak memory
+        # near one batch (measured: ~100-200 MB less peak RSS on a week). Arrow is
+        # loaded only when there is something to read.
+        pa, _ = arrow()
+        pa.set_memory_pool(pa.system_memory_pool())
     total = sum(t.source.size for t in todo)
     run = _Ingest(con, report, strict, progress, total)
     if progress:
         progress(0, total)
-    for t in _ordered(todo):
-        run.read_file(t)
+    run.read_all(_ordered(todo))
     run.flush()
     _record_skipped(con, report, run.now)
     report.quarantine_samples = [

@@ -24,8 +24,18 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Union
 
-import pyarrow as pa
-import pyarrow.compute as pc
+
+
+def arrow():
+    """``(pyarrow, pyarrow.compute)``, imported when an input is first read.
+
+    Not at module import: a re-run with nothing new to read never loads Arrow
+    (a third of such a run's start-up).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pa, pc
 
 #: Bytes read from an input at a time.
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -51,6 +61,7 @@ class LineBlock:
 
     def split(self, k: int) -> tuple["LineBlock", "LineBlock"]:
         """The first ``k`` lines and the rest, each with its exact end offset (needs ``exact``)."""
+        pa, pc = arrow()
         head, tail = self.lines.slice(0, k), self.lines.slice(k)
         tail_bytes = (pc.sum(pc.binary_length(tail)).as_py() or 0) + len(tail) - (0 if self.terminated else 1)
         cut = self.end_offset - tail_bytes
@@ -74,6 +85,7 @@ Piece = Union[LineBlock, LongLine]
 
 def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
     """Split a buffer of whole lines into a string array (one copy, in C++); and whether it is exact."""
+    pa, pc = arrow()
     buf = pa.py_buffer(body)
     offsets = pa.array([0, buf.size], pa.int64()).buffers()[1]
     whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
@@ -87,6 +99,7 @@ def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
     Also says whether each string's bytes are still exactly its line's (false
     after a lossy decode or a trimmed ``\r``), which cutting a block needs.
     """
+    pa, pc = arrow()
     exact = True
     try:
         out = lines.cast(pa.large_string())
@@ -108,6 +121,7 @@ def _block(first_line: int, split: tuple[pa.Array, bool], end_offset: int, nbyte
 
 def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: int) -> Iterator[Piece]:
     """A block that holds a line over the limit: the lines around it, and the line reported."""
+    pa, pc = arrow()
     lengths = pc.binary_length(lines).to_pylist()
     start = 0
     pos = offset

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import operator
 import os
 import re
 import stat
@@ -78,10 +79,14 @@ class SourceFile:
     head: bytes | None = None  # standard input: the bytes read to tell its form
 
     def _read_head(self) -> None:
+        # Only the head: the fingerprint is taken where the file is read anyway (a
+        # small file read whole gives it for free), or on its own when asked for.
         try:
-            with open(self.path, "rb") as f:
-                head = f.read(_PEEK)
-                self._fingerprint = _fingerprint(f, self.size, head)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                head = os.read(fd, _PEEK)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
         self._form = self._detect(head)
@@ -107,8 +112,12 @@ class SourceFile:
     def fingerprint(self) -> str:
         """sha256 of the size and the first and last 64 KiB: cheap change detection."""
         if self._fingerprint is None:
-            self._read_head()
-        return self._fingerprint  # type: ignore[return-value]
+            try:
+                with open(self.path, "rb") as f:
+                    self._fingerprint = _fingerprint(f, self.size)
+            except OSError as exc:
+                raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
+        return self._fingerprint
 
 
 def _fingerprint(f, size: int, head: bytes | None = None) -> str:
@@ -117,6 +126,16 @@ def _fingerprint(f, size: int, head: bytes | None = None) -> str:
     if size > 2 * _PEEK:
         f.seek(-_PEEK, os.SEEK_END)
         h.update(f.read(_PEEK))
+    return h.hexdigest()
+
+
+def fingerprint_of(size: int, data: bytes | memoryview) -> str:
+    """:meth:`SourceFile.fingerprint` of a file whose whole content is ``data`` (``size``: its stat size)."""
+    view = memoryview(data)
+    h = hashlib.sha256(str(size).encode())
+    h.update(view[:_PEEK])
+    if size > 2 * _PEEK:
+        h.update(view[-_PEEK:])
     return h.hexdigest()
 
 
@@ -206,49 +225,75 @@ class Discovered:
     notes: list[dict] = field(default_factory=list)  # {"path", "note"}
 
 
+# The suffixes of input files, plain and gzipped (one endswith per name: a folder
+# of 10,000 chunks is listed on every run).
+_INPUT_SUFFIXES = tuple(sorted(x + gz for x in (*_TEXT_SUFFIXES, ".parquet") for gz in ("", ".gz")))
+
+
 def _looks_like_name(name: str) -> bool:
     """A file name that may hold logs or metrics (by its suffix; hidden files never)."""
-    if name in _SKIP_NAMES or name.startswith("."):
-        return False
-    base = name[:-3] if name.endswith(".gz") else name
-    dot = base.rfind(".")
-    return dot > 0 and base[dot:] in _TEXT_SUFFIXES | {".parquet"}
+    return name.endswith(_INPUT_SUFFIXES) and not name.startswith(".") and name not in _SKIP_NAMES
 
 
 def _looks_like_input(p: Path) -> bool:
     return _looks_like_name(p.name)
 
 
-def _walk(root: Path, out: Discovered) -> list[str]:
-    found: list[str] = []  # strings, not Paths: a folder of 10,000 chunks is walked on every run
+_NAME = operator.attrgetter("name")
 
-    def onerror(exc: OSError) -> None:
-        out.skipped.append({"path": exc.filename or str(root), "reason": f"cannot read folder: {exc.strerror or exc}"})
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
-        keep = []
-        for d in sorted(dirnames):
-            if d.startswith("."):
+def _walk(root: Path, out: Discovered) -> list[tuple[str, os.stat_result | None]]:
+    """The input files under ``root`` (pre-order, names sorted, as ``os.walk``), each with its stat.
+
+    One ``scandir`` per folder and one ``stat`` per file, through the directory
+    entry: a folder of 10,000 chunks is walked on every run, so no path is joined
+    or stat-ed twice in Python.
+    """
+    found: list[tuple[str, os.stat_result | None]] = []
+
+    def walk(top: str) -> None:
+        try:
+            with os.scandir(top) as it:
+                entries = sorted(it, key=_NAME)
+        except OSError as exc:
+            out.skipped.append({"path": exc.filename or top, "reason": f"cannot read folder: {exc.strerror or exc}"})
+            return
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                subdirs.append(e)
+            elif _looks_like_name(e.name):
+                try:
+                    st = e.stat()
+                except OSError:  # a dangling link, say: discovery reports it
+                    st = None
+                found.append((e.path, st))
+        for d in subdirs:
+            if d.name.startswith("."):
                 continue
-            if d in _DERIVED_TIERS:  # the mirror's per-turn and per-session views: not records
-                out.notes.append({"path": os.path.join(dirpath, d), "note": "derived session tier (not records): skipped"})
+            if d.name in _DERIVED_TIERS:  # the mirror's per-turn and per-session views: not records
+                out.notes.append({"path": d.path, "note": "derived session tier (not records): skipped"})
                 continue
-            keep.append(d)
-        dirnames[:] = keep
-        for n in sorted(filenames):
-            if _looks_like_name(n):
-                found.append(os.path.join(dirpath, n))
+            if not d.is_symlink():  # as os.walk: linked folders are not followed
+                walk(d.path)
+
+    walk(str(root))
     return found
 
 
-def _candidates(arg: str, out: Discovered) -> list[str]:
+def _candidates(arg: str, out: Discovered) -> list[tuple[str, os.stat_result | None]]:
+    """The files an argument names, each with its stat when a folder walk already took it."""
     p = Path(arg).expanduser()
     if p.is_dir():
         return _walk(p.resolve(), out)
     if p.exists() or p.is_symlink():
-        return [str(p)]
+        return [(str(p), None)]
     matches = sorted(glob.glob(str(p), recursive=True))
-    found: list[str] = []
+    found: list[tuple[str, os.stat_result | None]] = []
     for m in matches:
         found.extend(_candidates(m, out))
     return found
@@ -312,13 +357,13 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
         paths = _candidates(arg, out)
         if not paths and not any(s["path"].startswith(str(Path(arg).expanduser())) for s in out.skipped + out.notes):
             raise InputError(f"{arg}: no such file, directory or matching log files")
-        for p in paths:
+        for p, st in paths:
             real = p if p.startswith("/") and "/." not in p else os.path.abspath(p)  # walked paths are absolute
             if real in seen:
                 continue
             seen.add(real)
             try:
-                st = os.stat(p)
+                st = st or os.stat(p)
             except OSError as exc:
                 what = "dangling link" if os.path.islink(p) else "cannot read"
                 out.skipped.append({"path": real, "reason": f"{what}: {exc.strerror or exc}"})

@@ -162,8 +162,10 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
     scope = "records" if full else "_turn_records"
     if not full:
         con.execute("""CREATE OR REPLACE TEMP TABLE _dirty_keys AS SELECT DISTINCT turn_key FROM turns_dirty""")
+        # The original line (`raw`, most of a record's bytes) is not a feature: copying
+        # it made this the costliest statement of an incremental refresh.
         con.execute("""CREATE OR REPLACE TEMP TABLE _turn_records AS
-                       SELECT * FROM records
+                       SELECT * EXCLUDE (raw) FROM records
                        WHERE coalesce(session_id, '~' || coalesce(request_id, '')) IN (SELECT turn_key FROM _dirty_keys)""")
     report.new_error_heads = refresh_error_kinds(con, scope)
     features = _scoped(queries["turn_features"].sql, "records", scope)
@@ -174,10 +176,15 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
         con.execute(f"CREATE OR REPLACE TABLE turns AS {turns_sql}")
     else:
         con.execute("DELETE FROM turns WHERE coalesce(session_id, '~' || coalesce(request_id, '')) IN (SELECT turn_key FROM _dirty_keys)")
-        con.execute(f"INSERT INTO turns BY NAME {turns_sql}")
+        # A dirty session is re-derived whole (all its records were read), so these
+        # rows are every turn of the dirty sessions: the session tables read them.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _dirty_turns AS {turns_sql}")
+        con.execute("INSERT INTO turns BY NAME SELECT * FROM _dirty_turns")
         con.execute("DROP TABLE _turn_records")
-        con.execute("DROP TABLE _dirty_keys")
     con.execute("DROP TABLE _turn_features")
+    _refresh_session_tables(con, queries, full=full)
+    if not full:
+        con.execute("DROP TABLE _dirty_keys")
     con.execute("DELETE FROM turns_dirty")
     con.execute("DELETE FROM turns_windows")
     con.execute("INSERT INTO turns_windows SELECT DISTINCT model_name, kind, start_ts, end_ts FROM pod_windows")
@@ -185,6 +192,36 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
         con.execute("INSERT OR REPLACE INTO build_state VALUES (?, ?, now())", [name, sig])
     report.rebuilt = "all" if full else "incremental"
     return report
+
+
+#: Tables derived from ``turns`` one session at a time (``-- table:`` files of
+#: queries/). A summary reads them several times over; as views they were computed
+#: from every turn each time, so the summary of a month cost a month however little
+#: had changed. Kept as tables, a refresh re-derives only the sessions it touched.
+SESSION_TABLES = ("sessions", "ladder_baseline")
+
+
+def _refresh_session_tables(con: duckdb.DuckDBPyConnection, queries, *, full: bool) -> None:
+    for name in SESSION_TABLES:
+        sql = queries[name].sql
+        if full:
+            con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {sql}')
+            continue
+        # a session's key in turns_dirty is its session_id
+        con.execute(f'DELETE FROM "{name}" WHERE session_id IN (SELECT turn_key FROM _dirty_keys)')
+        con.execute(f'INSERT INTO "{name}" BY NAME {_scoped(sql, "turns", "_dirty_turns")}')
+    if not full:
+        con.execute("DROP TABLE _dirty_turns")
+
+
+def rebuild_session_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Re-derive the per-session tables (:data:`SESSION_TABLES`) from every row of ``turns``.
+
+    :func:`refresh_turns` keeps them current; this is for a writer that filled
+    ``turns`` by other means (a generated database, a restored export).
+    """
+    with transaction(con):
+        _refresh_session_tables(con, _queries(), full=True)
 
 
 def _queries():
@@ -234,7 +271,8 @@ def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
         "SELECT coalesce(md5(string_agg(log_model || '=' || model_name, ',' ORDER BY log_model)), ''), "
         "(SELECT coalesce(string_agg(name || '=' || value, ',' ORDER BY name), '') FROM settings) FROM model_map"
     ).fetchall()[0]
-    return _md5(queries["turn_features"].sql + queries["turns"].sql + mapping + settings)
+    sql = "".join(queries[name].sql for name in ("turn_features", "turns", *SESSION_TABLES))
+    return _md5(sql + mapping + settings)
 
 
 def _md5(text: str) -> str:

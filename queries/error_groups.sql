@@ -16,18 +16,24 @@
 -- assert": no retry fixes these; the pod needs a restart. Crashes sort first.
 -- `since`/`until` bound the request time (ISO 8601, UTC), `model` is a name or a
 -- LIKE pattern (`glm%`), `models` a list of exact names (from Python; NULL: every model).
+-- Each distinct text is read once (texts repeat: a month holds few of them), then
+-- joined back to its turns.
 WITH e AS (
-    SELECT model, provider, incident_class, ts, request_id, left(error, 200) AS head,
-           regexp_matches(error, 'EngineCore|EngineDead|engine loop (has )?(died|errored|is dead)'
-                                 || '|background loop (has )?errored|CUDA error|CUDA out of memory'
-                                 || '|OutOfMemoryError|NCCL error|illegal memory access|device-side assert', 'i')
-               AS engine_crash
+    SELECT model, provider, incident_class, ts, request_id, error
     FROM turns
     WHERE error IS NOT NULL
       AND in_scope(ts, model, $since, $until, $model, $models)
 ),
-p AS (
-    SELECT *,
+texts AS (
+    SELECT error, left(error, 200) AS head,
+           regexp_matches(error, 'EngineCore|EngineDead|engine loop (has )?(died|errored|is dead)'
+                                 || '|background loop (has )?errored|CUDA error|CUDA out of memory'
+                                 || '|OutOfMemoryError|NCCL error|illegal memory access|device-side assert', 'i')
+               AS engine_crash
+    FROM (SELECT DISTINCT error FROM e)
+),
+patterns AS (
+    SELECT head,
            CASE WHEN regexp_matches(head, '^Provider returned [0-9]{3}') THEN left(head, 21) ELSE '' END
            || regexp_replace(regexp_replace(regexp_replace(regexp_replace(
                   CASE WHEN regexp_matches(head, '^Provider returned [0-9]{3}') THEN substr(head, 22) ELSE head END,
@@ -36,7 +42,13 @@ p AS (
                   '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
                   '0x[0-9a-fA-F]+', '<addr>', 'g'),
                   '(^|[^A-Za-z0-9_.%-])[0-9]+([.][0-9]+)?', '\1<n>', 'g') AS pattern
+    FROM (SELECT DISTINCT head FROM texts)
+),
+p AS (
+    SELECT e.model, e.provider, e.incident_class, e.ts, e.request_id, t.head, t.engine_crash, pt.pattern
     FROM e
+    JOIN texts t ON t.error = e.error
+    JOIN patterns pt ON pt.head = t.head
 )
 SELECT pattern,
        count(*) AS turns,

@@ -1,4 +1,4 @@
--- view: ladder_baseline
+-- table: ladder_baseline
 -- title: What happened after each ladder-eligible failure, without a ladder
 -- For every ladder-eligible turn (ladder_trigger set) that no ladder handled: the
 -- next turn of the same session, read as the client's retry of the same turn (the

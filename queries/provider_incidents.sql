@@ -46,21 +46,36 @@ read AS (
            END AS symptom
     FROM t
 ),
+-- Calls counted once per provider, model and symptom; everything below reads
+-- these few rows, not the turns again.
+counts AS (
+    SELECT provider, model, symptom, count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts
+    FROM read
+    GROUP BY ALL
+),
+provider_symptoms AS (
+    SELECT provider, symptom, sum(n) AS n FROM counts WHERE symptom IS NOT NULL GROUP BY ALL
+),
 per_provider AS (
-    SELECT 'provider' AS scope, provider, NULL::VARCHAR AS model,
-           string_agg(DISTINCT model, ', ' ORDER BY model) AS models,
-           count(*) AS calls, count(symptom) AS failed_calls,
-           mode(symptom) AS symptom, count(*) FILTER (WHERE symptom = mode_symptom) AS symptom_calls,
-           min(ts) AS first_ts, max(ts) AS last_ts
-    FROM (SELECT *, mode(symptom) OVER (PARTITION BY provider) AS mode_symptom FROM read)
-    GROUP BY provider
+    SELECT 'provider' AS scope, c.provider, NULL::VARCHAR AS model,
+           string_agg(DISTINCT c.model, ', ' ORDER BY c.model) AS models,
+           sum(c.n)::BIGINT AS calls, coalesce(sum(c.n) FILTER (WHERE c.symptom IS NOT NULL), 0)::BIGINT AS failed_calls,
+           -- the most frequent symptom (ties: the first by name)
+           any_value(m.symptom) AS symptom, coalesce(any_value(m.symptom_calls), 0)::BIGINT AS symptom_calls,
+           min(c.first_ts) AS first_ts, max(c.last_ts) AS last_ts
+    FROM counts c
+    LEFT JOIN (SELECT provider, first(symptom ORDER BY n DESC, symptom) AS symptom, max(n) AS symptom_calls
+               FROM provider_symptoms GROUP BY provider) m
+      ON m.provider IS NOT DISTINCT FROM c.provider
+    GROUP BY c.provider
 ),
 per_model AS (
     SELECT 'model' AS scope, provider, model, model AS models,
-           count(*) AS calls, count(symptom) AS failed_calls,
-           mode(symptom) AS symptom, count(*) FILTER (WHERE symptom = mode_symptom) AS symptom_calls,
-           min(ts) AS first_ts, max(ts) AS last_ts
-    FROM (SELECT *, mode(symptom) OVER (PARTITION BY provider, model) AS mode_symptom FROM read)
+           sum(n)::BIGINT AS calls, coalesce(sum(n) FILTER (WHERE symptom IS NOT NULL), 0)::BIGINT AS failed_calls,
+           first(symptom ORDER BY n DESC, symptom) FILTER (WHERE symptom IS NOT NULL) AS symptom,
+           coalesce(max(n) FILTER (WHERE symptom IS NOT NULL), 0)::BIGINT AS symptom_calls,
+           min(first_ts) AS first_ts, max(last_ts) AS last_ts
+    FROM counts
     GROUP BY provider, model
 ),
 whole_providers AS (

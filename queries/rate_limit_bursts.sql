@@ -34,20 +34,29 @@ bursts AS (
     FROM numbered
     GROUP BY provider, model, burst_no
     HAVING count(*) >= coalesce(CAST($min_turns AS BIGINT), 2)
+),
+-- Each burst as the minutes it spans: a call finds its burst by a hash join on
+-- (provider, model, minute) and the range check (bursts of one pair never
+-- overlap), one probe per call where an ASOF join sorted every call of the scope.
+minutes AS (
+    SELECT coalesce(provider, '') AS provider_key, coalesce(model, '') AS model_key, burst_no, start_ts, end_ts,
+           unnest(range(epoch_ms(start_ts) // 60000, epoch_ms(end_ts) // 60000 + 1)) AS minute
+    FROM bursts
+),
+counted AS (
+    SELECT m.provider_key, m.model_key, m.burst_no, count(*) AS calls_in_window,
+           count(*) FILTER (WHERE s.incident_class = 'ok') AS ok_in_window
+    FROM scoped s
+    JOIN minutes m
+      ON coalesce(s.provider, '') = m.provider_key AND coalesce(s.model, '') = m.model_key
+     AND epoch_ms(s.ts) // 60000 = m.minute
+    WHERE s.ts BETWEEN m.start_ts AND m.end_ts
+    GROUP BY ALL
 )
--- Each call finds the latest burst of its provider and model that started at or
--- before it (an ASOF join: bursts of one pair never overlap), and counts when it
--- also falls before the burst's end.
 SELECT b.provider, b.model, b.start_ts, b.end_ts,
        round(epoch(b.end_ts) - epoch(b.start_ts), 1) AS duration_s,
-       b.rate_limited_turns,
-       count(*) AS calls_in_window,
-       count(*) FILTER (WHERE s.incident_class = 'ok') AS ok_in_window,
-       b.sessions
-FROM scoped s
-ASOF JOIN bursts b
-  ON coalesce(s.provider, '') = coalesce(b.provider, '') AND coalesce(s.model, '') = coalesce(b.model, '')
- AND s.ts >= b.start_ts
-WHERE s.ts <= b.end_ts
-GROUP BY b.provider, b.model, b.burst_no, b.start_ts, b.end_ts, b.rate_limited_turns, b.sessions
+       b.rate_limited_turns, c.calls_in_window, c.ok_in_window, b.sessions
+FROM bursts b
+JOIN counted c
+  ON c.provider_key = coalesce(b.provider, '') AND c.model_key = coalesce(b.model, '') AND c.burst_no = b.burst_no
 ORDER BY b.start_ts, b.provider, b.model

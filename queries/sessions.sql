@@ -1,4 +1,4 @@
--- view: sessions
+-- table: sessions
 -- title: One row per client session
 -- Turns grouped by session_id (turns without a session id are left out). A session
 -- "ended on a failure" when its last turn's outcome for the client was not `ok`

@@ -27,7 +27,7 @@ from analyzer.db import connect
 from analyzer.terminal import print_summary
 from analyzer.sizing import wilson
 from analyzer.summary import build_summary
-from analyzer.turns import is_current, refresh_turns
+from analyzer.turns import is_current, rebuild_session_tables, refresh_turns
 
 N = 1_000_000
 
@@ -90,6 +90,7 @@ def big_db(tmp_path_factory) -> Path:
     try:
         refresh_turns(con)  # classify the empty database: its signature is now current
         con.execute(_GENERATE, {"n": N})
+        rebuild_session_tables(con)  # `sessions` and `ladder_baseline` from the generated turns
         assert is_current(con)  # nothing will rebuild `turns` from the (empty) records
         assert con.execute("SELECT count(*) FROM turns").fetchall()[0][0] == N
     finally:

@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from analyzer.db import connect
 from analyzer.errors import AnalyzerError, ExitCode
+from analyzer.metrics.store import insert_samples
 from analyzer.online import log_fields, run_ladder
 from analyzer.pipeline import ingest_only
 from analyzer.report import build, make_report
@@ -186,7 +187,7 @@ def add_fixture_metrics(con) -> None:
             value += 3000.0
         rows.append(("vllm:generation_tokens_total", "glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
                      start + timedelta(minutes=m), value, "fixture"))
-    con.executemany("INSERT INTO metric_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    insert_samples(con, rows)  # metric_samples is a view over series and points (migration 006)
     con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'fixture')",
                 [_naive(day(4, 8)), _naive(day(4, 8, 30))])
 

@@ -8,19 +8,20 @@ from pathlib import Path
 from analyzer.db import connect
 from analyzer.ingestion import ingest
 from analyzer.metrics import load_metrics
-from analyzer.turns import is_current, refresh_turns
+from analyzer.turns import SESSION_TABLES, is_current, refresh_turns
 from tests.support.records import TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_logs"
 
 
-def _same_turns(a, b) -> tuple[int, int]:
-    """Rows of `turns` in one database and not the other, both ways (all columns but volatile ones)."""
-    cols = [r[0] for r in a.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'turns'").fetchall()]
+def _same_turns(a, b, table: str = "turns") -> tuple[int, int]:
+    """Rows of ``table`` in one database and not the other, both ways."""
+    cols = [r[0] for r in a.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?",
+                                    [table]).fetchall()]
     keep = ", ".join(f'"{c}"' for c in cols)
-    a.execute(f"CREATE OR REPLACE TEMP TABLE mine AS SELECT {keep} FROM turns")
+    a.execute(f"CREATE OR REPLACE TEMP TABLE mine AS SELECT {keep} FROM {table}")
     rows = a.execute("SELECT * FROM mine").fetchall()
-    b.execute(f"CREATE OR REPLACE TEMP TABLE mine AS SELECT {keep} FROM turns")
+    b.execute(f"CREATE OR REPLACE TEMP TABLE mine AS SELECT {keep} FROM {table}")
     other = b.execute("SELECT * FROM mine").fetchall()
     ra, rb = {repr(r) for r in rows}, {repr(r) for r in other}
     assert len(rows) == len(ra) and len(other) == len(rb)
@@ -47,6 +48,10 @@ def test_day_by_day_equals_all_at_once_on_the_sample_week(tmp_path):
     assert refresh_turns(full).rebuilt == "all"
     assert _same_turns(inc, full) == (0, 0)
     assert inc.execute("SELECT count(*) FROM turns").fetchall()[0][0] > 2000
+    # the per-session tables, kept one session at a time, equal a rebuild from every turn
+    for table in SESSION_TABLES:
+        assert inc.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] > 20, table
+        assert _same_turns(inc, full, table) == (0, 0), table
     inc.close()
     full.close()
 
@@ -70,6 +75,11 @@ def test_a_new_day_re_derives_only_its_sessions(tmp_path):
     assert con.execute("SELECT count(*) FROM turns").fetchall()[0][0] == before + 2
     assert con.execute("SELECT incident_class, turn_index FROM turns WHERE request_id = 'b1000001'").fetchall() == [
         ("tool-history-5xx", 2)]
+    # the session tables follow: old-3 now has two turns and ended on the 5xx, which no ladder handled
+    assert con.execute("SELECT turns, ended_on_failure, last_class FROM sessions WHERE session_id = 'old-3'"
+                       ).fetchall() == [(2, True, "tool-history-5xx")]
+    assert con.execute("SELECT count(*) FROM sessions").fetchall()[0][0] == 51
+    assert con.execute("SELECT request_id, next_step FROM ladder_baseline").fetchall() == [("b1000001", "session-ended")]
     con.close()
 
 

@@ -44,10 +44,12 @@ def run(
     Raises:
         AnalyzerError: a bad option (usage), a threshold crossed (exit 7), ...
     """
-    from ..oncall import check_fail_on, parse_fail_on
+    thresholds = []
+    if fail_on:  # analyzer.oncall (and analyzer.online with it) only when asked: a re-run starts faster
+        from ..oncall import parse_fail_on
 
-    with naming(specs="--fail-on"):
-        thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
+        with naming(specs="--fail-on"):
+            thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     with naming(**_FLAGS):
         if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
             summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
@@ -58,8 +60,11 @@ def run(
                                    save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
                                    caller_deadline_s=caller_deadline_s, prometheus_selector=prometheus_selector,
                                    prometheus_timeout=prometheus_timeout)
-    with naming(thresholds="--fail-on"):
-        check_fail_on(summary, thresholds)
+    if thresholds:
+        from ..oncall import check_fail_on
+
+        with naming(thresholds="--fail-on"):
+            check_fail_on(summary, thresholds)
     return summary
 
 

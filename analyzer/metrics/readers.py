@@ -167,8 +167,12 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     try:
         con.execute(f"""
             INSERT INTO {STAGE} {STAGE_COLUMNS}
-            SELECT row_number() OVER () AS ord, m, l, {_CSV_EPOCH_US}, v
-            FROM (SELECT trim({pos['metric']}) AS m, trim({pos['labels']}) AS l, trim({pos['timestamp']}) AS t,
+            -- ord 0: the file's order is the stage's row order (a numbered window would
+            -- read the file on one thread); see store_stage
+            SELECT 0 AS ord, m, l, {_CSV_EPOCH_US}, v
+            -- labels untrimmed: a copy of every long field saved; parse_labels_field strips
+            -- each distinct key, so keys differing only in spaces are one series
+            FROM (SELECT trim({pos['metric']}) AS m, {pos['labels']} AS l, trim({pos['timestamp']}) AS t,
                          TRY_CAST(trim({pos['timestamp']}) AS DOUBLE) AS x, TRY_CAST(trim({pos['value']}) AS DOUBLE) AS v
                   FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
                                 escape = '"', auto_detect = false, strict_mode = true, compression = $comp))
@@ -220,14 +224,17 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
             ), series AS (
                 SELECT d, kind, unnest(r) AS s, generate_subscripts(r, 1) AS i FROM res
             ), points AS (
-                SELECT d, i, s.metric AS m, unnest(pts) AS p, generate_subscripts(pts, 1) AS j
-                FROM (SELECT d, i, s, CASE WHEN kind = 'matrix' THEN coalesce(s."values", [])
-                                           WHEN s."value" IS NULL THEN []
-                                           ELSE [s."value"] END AS pts
+                -- the series' name and label text once per series, not per point
+                SELECT d, i, name, label_key, unnest(pts) AS p, generate_subscripts(pts, 1) AS j
+                FROM (SELECT d, i, coalesce(s.metric ->> '__name__', '') AS name,
+                             coalesce(s.metric, '{{}}')::VARCHAR AS label_key,
+                             CASE WHEN kind = 'matrix' THEN coalesce(s."values", [])
+                                  WHEN s."value" IS NULL THEN []
+                                  ELSE [s."value"] END AS pts
                       FROM series)
             )
-            SELECT (d::BIGINT << 42) + (i::BIGINT << 21) + j, coalesce(m ->> '__name__', ''),
-                   coalesce(m, '{{}}')::VARCHAR, round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
+            SELECT (d::BIGINT << 42) + (i::BIGINT << 21) + j, name, label_key,
+                   round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
             FROM points
             """, params)
     except duckdb.Error as exc:

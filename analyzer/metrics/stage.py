@@ -10,8 +10,10 @@ input wrote them* (``label_key``: JSON text, ``k=v`` text, ...), time and value.
 :func:`intern_labels` then parses each distinct ``label_key`` once (a week of
 samples has a few hundred label sets, not 600,000) into the canonical labels and
 the pod, model, instance and job they name, and :func:`store_stage` writes the
-samples not yet stored into ``metric_samples`` with one ``INSERT ... SELECT`` over
-an Arrow stream of the de-duplicated stage.
+samples not yet stored with one ``INSERT ... SELECT`` over an Arrow stream of the
+de-duplicated stage: each series (metric and label set) once into ``metric_series``,
+its points (series number, time, value, source number) into ``metric_points``;
+the view ``metric_samples`` joins them back into one row per sample.
 
 A sample is identified by ``(metric, pod, labels, ts)``: loading the same file
 twice, or the same series from two exports that overlap, stores each point once.
@@ -35,6 +37,7 @@ from .samples import KEPT_SPELLINGS, Sample, canonical_name, labels_json, pod_id
 STAGE = "_metric_stage"
 LABELS = "_metric_labels"
 NAMES = "_metric_names"
+FINAL = "_metric_final"  # the de-duplicated stage, ready to store
 
 #: The stored metric names, numbered (the stage carries the number, not the name).
 CANONICAL = tuple(sorted({canonical_name(s) for s in KEPT_SPELLINGS}))
@@ -180,10 +183,12 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
                 sources: list[str]) -> StageStats:
     """Insert the staged samples of kept metrics not yet in ``con``; empty the stage; return the counts.
 
-    ``sources[src]`` names input ``src`` (stored with its samples). All inputs of a
-    load go in one ``INSERT``. Runs inside the caller's transaction on ``con``, if
-    any. Only integers, times and values cross from the scratch database; each
-    series' labels cross once.
+    ``sources[src]`` names input ``src``. A sample is stored as a point
+    (``metric_points``: series number, time, value, source number) of its series
+    (``metric_series``: the metric and label set, stored once, found again by
+    metric, pod and labels on later loads). All inputs of a load go in one
+    ``INSERT``. Runs inside the caller's transaction on ``con``, if any. Only
+    integers, times and values cross from the scratch database per sample.
     """
     import pyarrow as pa
 
@@ -196,62 +201,105 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     if not kept:
         _empty(scratch)
         return StageStats(read=read, non_finite=non_finite, other_metrics=other)
-    cols = list(zip(*series.rows))
-    con.register("_metric_series_in", pa.table({
-        "sid": pa.array(cols[0], pa.int32()), "labels": pa.array(cols[1], pa.string()),
-        "pod": pa.array(cols[2], pa.string()), "model_name": pa.array(cols[3], pa.string()),
-        "instance": pa.array(cols[4], pa.string()), "job": pa.array(cols[5], pa.string())}))
-    con.register("_metric_names_in", pa.table({"mid": pa.array(range(len(CANONICAL)), pa.int32()),
-                                                "metric": pa.array(CANONICAL, pa.string())}))
-    con.register("_metric_sources_in", pa.table({"src": pa.array(range(len(sources)), pa.int32()),
-                                                  "source": pa.array(sources, pa.string())}))
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
-    # marker); infinities neither. Within the input the first point in order wins.
-    stream = scratch.sql(f"""
-        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src::HUGEINT << 64) + st.ord) AS value, min(st.src) AS src
+    # marker); infinities neither. One value per series and instant: the first input
+    # wins, within an input the first point in order: `ord`, then the stage's row
+    # order (insertion order is kept, and CSV rows all have ord 0).
+    scratch.execute(f"""
+        CREATE OR REPLACE TABLE {FINAL} AS
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src, st.ord, st.rowid)) AS value,
+               min(st.src) AS src
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric
         JOIN {LABELS} l ON l.label_key = st.label_key AND l.src = st.src
         WHERE isfinite(st.value)
-        GROUP BY n.mid, l.sid, st.ts_us
+        GROUP BY n.mid, l.sid, st.ts_us""")
+    _empty(scratch)
+    pairs = scratch.execute(f"SELECT DISTINCT mid, sid FROM {FINAL} ORDER BY mid, sid").fetchall()
+    series_ids, fresh = _series_ids(con, [(CANONICAL[mid], *series.rows[sid][1:]) for mid, sid in pairs])
+    source_ids = _source_ids(con, sources)
+    scratch.register("_metric_map_in", pa.table({
+        "mid": pa.array([m for m, _ in pairs], pa.int32()), "sid": pa.array([s for _, s in pairs], pa.int32()),
+        "series_id": pa.array(series_ids, pa.int32())}))
+    scratch.register("_metric_src_in", pa.table({
+        "src": pa.array(range(len(sources)), pa.int32()), "source_id": pa.array(source_ids, pa.int32())}))
+    stream = scratch.sql(f"""
+        SELECT m.series_id, f.ts_us, f.value, s.source_id
+        FROM {FINAL} f
+        JOIN _metric_map_in m ON m.mid = f.mid AND m.sid = f.sid
+        JOIN _metric_src_in s ON s.src = f.src
         """).to_arrow_reader(batch_size=200_000)
     con.register("_metric_in", stream)
     try:
-        con.execute("""CREATE OR REPLACE TEMP TABLE _metric_series AS
-                       SELECT sid, labels::JSON AS labels, pod, model_name, instance, job FROM _metric_series_in""")
-        pods = [r[2] for r in series.rows]
-        # Only a load that overlaps stored samples (same pods, same time span) needs
-        # the anti-join that keeps a point stored once; a fresh week skips it.
-        overlap = con.execute(
-            """SELECT count(*) FROM metric_samples
-               WHERE ts BETWEEN make_timestamp($lo) AND make_timestamp($hi)
-                 AND (list_contains($pods, pod) OR (pod IS NULL AND $null_pod))""",
-            {"lo": lo, "hi": hi, "pods": [p for p in pods if p is not None], "null_pod": None in pods},
-        ).fetchall()[0][0]
+        # Only series stored before can hold these points already: a load of new
+        # series (a fresh week) skips the anti-join that keeps a point stored once.
+        old = [sid for sid, new in zip(series_ids, fresh) if not new]
+        overlap = bool(old) and con.execute(
+            """SELECT count(*) FROM metric_points
+               WHERE list_contains($ids, series_id) AND ts BETWEEN make_timestamp($lo) AND make_timestamp($hi)""",
+            {"ids": old, "lo": lo, "hi": hi}).fetchall()[0][0] > 0
         new_only = """
-            AND NOT EXISTS (
-                SELECT 1 FROM metric_samples m
-                WHERE m.metric = n.metric
-                  AND m.pod IS NOT DISTINCT FROM r.pod
-                  AND m.ts = make_timestamp(s.ts_us)
-                  AND m.labels::VARCHAR = r.labels::VARCHAR)""" if overlap else ""
+            AND NOT EXISTS (SELECT 1 FROM metric_points m
+                            WHERE m.series_id = s.series_id AND m.ts = make_timestamp(s.ts_us))""" if overlap else ""
         new = con.execute(f"""
-            INSERT INTO metric_samples (metric, pod, model_name, instance, job, labels, ts, value, source)
-            SELECT n.metric, r.pod, r.model_name, r.instance, r.job, r.labels, make_timestamp(s.ts_us),
-                   s.value, f.source
+            INSERT INTO metric_points (series_id, ts, value, source_id)
+            SELECT s.series_id, make_timestamp(s.ts_us), s.value, s.source_id
             FROM _metric_in s
-            JOIN _metric_series r ON r.sid = s.sid
-            JOIN _metric_names_in n ON n.mid = s.mid
-            JOIN _metric_sources_in f ON f.src = s.src
             WHERE true {new_only}
             """).fetchall()[0][0]
     finally:
-        for name in ("_metric_in", "_metric_series_in", "_metric_names_in", "_metric_sources_in"):
-            con.unregister(name)
-        con.execute("DROP TABLE IF EXISTS _metric_series")
+        con.unregister("_metric_in")
         stream.close()
-    _empty(scratch)
+        scratch.unregister("_metric_map_in")
+        scratch.unregister("_metric_src_in")
+        scratch.execute(f"DROP TABLE IF EXISTS {FINAL}")
     return StageStats(read=read, non_finite=non_finite, other_metrics=other, new=new, duplicates=kept - new)
+
+
+def _series_ids(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple[list[int], list[bool]]:
+    """``metric_series`` ids of ``(metric, labels, pod, model_name, instance, job)``, adding the missing ones.
+
+    Returns the ids in the order given and whether each series is new. A series
+    is found by metric, pod and labels (model_name, instance and job follow from them).
+    """
+    import pyarrow as pa
+
+    cols = list(zip(*wanted))
+    con.register("_metric_series_in", pa.table({
+        "k": pa.array(range(len(wanted)), pa.int32()), "metric": pa.array(cols[0], pa.string()),
+        "labels": pa.array(cols[1], pa.string()), "pod": pa.array(cols[2], pa.string()),
+        "model_name": pa.array(cols[3], pa.string()), "instance": pa.array(cols[4], pa.string()),
+        "job": pa.array(cols[5], pa.string())}))
+    try:
+        found = dict(con.execute("""
+            SELECT i.k, min(s.series_id) FROM _metric_series_in i
+            JOIN metric_series s ON s.metric = i.metric AND s.pod IS NOT DISTINCT FROM i.pod
+                                AND s.labels::VARCHAR = i.labels
+            GROUP BY i.k""").fetchall())
+        missing = [k for k in range(len(wanted)) if k not in found]
+        if missing:
+            first = con.execute("SELECT coalesce(max(series_id), 0) + 1 FROM metric_series").fetchall()[0][0]
+            con.execute("""
+                INSERT INTO metric_series (series_id, metric, pod, model_name, instance, job, labels)
+                SELECT $first + list_position($missing, k) - 1, metric, pod, model_name, instance, job, labels::JSON
+                FROM _metric_series_in WHERE list_contains($missing, k)""", {"first": first, "missing": missing})
+            found.update({k: first + i for i, k in enumerate(missing)})
+    finally:
+        con.unregister("_metric_series_in")
+    new = set(missing)
+    return [found[k] for k in range(len(wanted))], [k in new for k in range(len(wanted))]
+
+
+def _source_ids(con: duckdb.DuckDBPyConnection, sources: list[str]) -> list[int]:
+    """``metric_sources`` ids of ``sources`` (in order), adding the missing ones."""
+    known = dict(con.execute("SELECT source, min(source_id) FROM metric_sources WHERE list_contains($s, source) "
+                             "GROUP BY source", {"s": sources}).fetchall())
+    missing = list(dict.fromkeys(s for s in sources if s not in known))
+    if missing:
+        first = con.execute("SELECT coalesce(max(source_id), 0) + 1 FROM metric_sources").fetchall()[0][0]
+        con.executemany("INSERT INTO metric_sources VALUES (?, ?)", [[first + i, s] for i, s in enumerate(missing)])
+        known.update({s: first + i for i, s in enumerate(missing)})
+    return [known[s] for s in sources]
 
 
 def _empty(scratch: duckdb.DuckDBPyConnection) -> None:

@@ -144,13 +144,27 @@ def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list,
     return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
 
 
+# The loaders read metric_points (series number, time, value) joined to the few
+# series of the metric asked (metric_series), grouped by small integer keys the
+# series get in SQL (`k`): no label text is read per point. `_LIVE` keeps series
+# that hold points (what a DISTINCT over the samples would see).
+_LIVE = "series_id IN (SELECT DISTINCT series_id FROM metric_points)"
+
+
 def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
     found = _lists(con, """
-        SELECT pod, model_name, labels::VARCHAR, list(epoch_us(ts) ORDER BY ts), list(value ORDER BY ts)
-        FROM metric_samples
-        WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
-        GROUP BY ALL
+        WITH s AS (
+            SELECT series_id, pod, model_name, labels::VARCHAR AS labels,
+                   min(series_id) OVER (PARTITION BY pod, model_name, labels::VARCHAR) AS k
+            FROM metric_series WHERE metric = $m AND model_name IS NOT NULL
+        ), g AS (
+            SELECT s.k, list(epoch_us(p.ts) ORDER BY p.ts) AS t, list(p.value ORDER BY p.ts) AS v
+            FROM metric_points p JOIN s ON s.series_id = p.series_id
+            WHERE isfinite(p.value)
+            GROUP BY s.k
+        )
+        SELECT s.pod, s.model_name, s.labels, g.t, g.v FROM g JOIN s ON s.series_id = g.k
         """, {"m": GENERATION_TOKENS}, 3)
     out: dict[Unit, list] = defaultdict(list)
     for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
@@ -162,12 +176,16 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
     found = _lists(con, """
-        SELECT pod, model_name, list(t ORDER BY t), list(busy ORDER BY t)
-        FROM (SELECT pod, model_name, epoch_us(ts) AS t, max(value) > 0 AS busy
-              FROM metric_samples
-              WHERE list_contains($metrics, metric) AND model_name IS NOT NULL AND isfinite(value)
-              GROUP BY ALL)
-        GROUP BY ALL
+        WITH s AS (
+            SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k
+            FROM metric_series WHERE list_contains($metrics, metric) AND model_name IS NOT NULL
+        ), i AS (
+            SELECT s.k, epoch_us(p.ts) AS t, max(p.value) > 0 AS busy
+            FROM metric_points p JOIN s ON s.series_id = p.series_id
+            WHERE isfinite(p.value)
+            GROUP BY s.k, p.ts
+        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(busy ORDER BY t) AS busy FROM i GROUP BY k)
+        SELECT u.pod, u.model_name, g.t, g.busy FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
         """, {"metrics": list(DEMAND_METRICS)}, 2)
     return {unit: (times, flags) for unit, (times, flags) in found.items()}
 
@@ -181,19 +199,26 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
     """
     targets: dict = defaultdict(set)
     for pod, instance, job in con.execute(
-            "SELECT DISTINCT pod, instance, job FROM metric_samples WHERE metric <> $m", {"m": UP}).fetchall():
+            f"SELECT DISTINCT pod, instance, job FROM metric_series WHERE metric <> $m AND {_LIVE}",
+            {"m": UP}).fetchall():
         targets[pod].add((instance, job))
     found = _lists(con, """
-        SELECT pod, instance, job, list(t ORDER BY t), list(v ORDER BY t)
-        FROM (SELECT pod, instance, job, epoch_us(ts) AS t, min(value) AS v
-              FROM metric_samples
-              WHERE metric = $m AND isfinite(value)
-              GROUP BY ALL)
-        GROUP BY ALL
+        WITH s AS (
+            SELECT series_id, pod, instance, job,
+                   dense_rank() OVER (ORDER BY pod NULLS FIRST, instance NULLS FIRST, job NULLS FIRST) AS k
+            FROM metric_series WHERE metric = $m
+        ), i AS (
+            SELECT s.k, epoch_us(p.ts) AS t, min(p.value) AS v
+            FROM metric_points p JOIN s ON s.series_id = p.series_id
+            WHERE isfinite(p.value)
+            GROUP BY s.k, p.ts
+        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(v ORDER BY t) AS v FROM i GROUP BY k)
+        SELECT u.pod, u.instance, u.job, g.t, g.v
+        FROM g JOIN (SELECT DISTINCT k, pod, instance, job FROM s) u ON u.k = g.k
         """, {"m": UP}, 3)
     by_pod: dict = defaultdict(dict)
     for (pod, instance, job), (times, values) in found.items():
-        by_pod[pod][(instance, job)] = list(zip(times, values))
+        by_pod[pod][(instance, job)] = (times, values)
     out, notes = {}, []
     for pod, series in by_pod.items():
         mine = targets.get(pod, set())
@@ -206,9 +231,12 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
         elif len(chosen) < len(series):
             aside = sorted(f"{i or '?'} ({j or '?'})" for i, j in series if (i, j) not in chosen)
             notes.append(f"{pod}: `up` of {', '.join(aside)} not used (not the vLLM target: a sidecar)")
+        if len(chosen) == 1:  # one value per instant already (sorted, grouped in SQL)
+            out[pod] = list(zip(*series[chosen[0]]))
+            continue
         lowest: dict[int, float] = {}
         for key in chosen:
-            for t, v in series[key]:
+            for t, v in zip(*series[key]):
                 lowest[t] = min(v, lowest.get(t, v))
         out[pod] = sorted(lowest.items())
     return out, notes
@@ -217,22 +245,24 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
 def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
     """{unit: [(instant, asleep)] sorted}: a unit sleeps at an instant when all its engines do."""
     found = _lists(con, """
-        SELECT pod, model_name, list(t ORDER BY t), list(asleep ORDER BY t)
-        FROM (SELECT pod, model_name, t, bool_and(asleep) AS asleep
-        FROM (
-            SELECT pod, model_name, epoch_us(ts) AS t,
+        WITH s AS (
+            SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k,
                    coalesce(labels ->> 'engine', labels ->> 'engine_id', '') AS engine,
-                   bool_or(CASE labels ->> 'sleep_state'
-                               WHEN 'awake' THEN value <= 0
-                               WHEN 'weights_offloaded' THEN value >= 1
-                               WHEN 'discard_all' THEN value >= 1
-                               ELSE (labels ->> 'sleep_state') IS NULL AND value > 0 END) AS asleep
-            FROM metric_samples
-            WHERE metric = $m AND model_name IS NOT NULL AND isfinite(value)
-            GROUP BY ALL
-        )
-        GROUP BY ALL)
-        GROUP BY ALL
+                   labels ->> 'sleep_state' AS state
+            FROM metric_series WHERE metric = $m AND model_name IS NOT NULL
+        ), e AS (
+            SELECT s.k, p.ts, s.engine,
+                   bool_or(CASE s.state
+                               WHEN 'awake' THEN p.value <= 0
+                               WHEN 'weights_offloaded' THEN p.value >= 1
+                               WHEN 'discard_all' THEN p.value >= 1
+                               ELSE s.state IS NULL AND p.value > 0 END) AS asleep
+            FROM metric_points p JOIN s ON s.series_id = p.series_id
+            WHERE isfinite(p.value)
+            GROUP BY s.k, p.ts, s.engine
+        ), i AS (SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts),
+        g AS (SELECT k, list(t ORDER BY t) AS t, list(asleep ORDER BY t) AS asleep FROM i GROUP BY k)
+        SELECT u.pod, u.model_name, g.t, g.asleep FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
         """, {"m": SLEEP_STATE}, 2)
     return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
@@ -241,7 +271,7 @@ def _load_pod_models(con) -> dict[str | None, set[str]]:
     """{pod: models its series name}."""
     out: dict[str | None, set[str]] = defaultdict(set)
     for pod, model in con.execute(
-        "SELECT DISTINCT pod, model_name FROM metric_samples WHERE model_name IS NOT NULL"
+        f"SELECT DISTINCT pod, model_name FROM metric_series WHERE model_name IS NOT NULL AND {_LIVE}"
     ).fetchall():
         out[pod].add(model)
     return dict(out)
@@ -253,9 +283,12 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
         return {}
     named = [p for p in pods if p is not None]
     found = _lists(con, """
-        SELECT pod, list(DISTINCT epoch_us(ts) ORDER BY epoch_us(ts)) FROM metric_samples
-        WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
-        GROUP BY ALL
+        WITH s AS (
+            SELECT series_id, pod, dense_rank() OVER (ORDER BY pod NULLS FIRST) AS k FROM metric_series
+            WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
+        ), i AS (SELECT DISTINCT s.k, p.ts FROM metric_points p JOIN s ON s.series_id = p.series_id),
+        g AS (SELECT k, list(epoch_us(ts) ORDER BY ts) AS t FROM i GROUP BY k)
+        SELECT u.pod, g.t FROM g JOIN (SELECT DISTINCT k, pod FROM s) u ON u.k = g.k
         """, {"pods": named, "with_null": None in pods}, 1)
     return {k[0]: v[0] for k, v in found.items()}
 
