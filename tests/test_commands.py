@@ -19,7 +19,7 @@ from analyzer.errors import AnalyzerError, ExitCode
 from analyzer.export import export_parquet
 from analyzer.ingestion import ingest
 from analyzer.metrics import parse_model_map
-from analyzer.metrics.prometheus import parse_selector
+from analyzer.metrics.prometheus import fetch_range, parse_selector
 from analyzer.oncall import check_fail_on, parse_fail_on
 from analyzer.replay import endpoint_url, load_tools_file
 from analyzer.report.build import parse_week, resolve_period
@@ -111,6 +111,11 @@ def test_more_library_errors_name_no_option(tmp_path, small_db):
             (lambda: check_fail_on({"turns": 1, "classes": {"ok": {"count": 0}}}, parse_fail_on(["failed>0"])),
              {"thresholds": "--fail-on"}, "1 threshold crossed: failed 1 > 0",
              "--fail-on: 1 threshold crossed: failed 1 > 0"),
+            (lambda: fetch_range("http://127.0.0.1:9", "2026-11-20", "2026-11-19", 15), {"since": "--since", "until": "--until"},
+             "until must be after since for http://127.0.0.1:9", "--until must be after --since for http://127.0.0.1:9"),
+            (lambda: fetch_range("http://127.0.0.1:9", "not a time", "2026-11-19", 15), {"since": "--since", "until": "--until"},
+             "since: not an ISO-8601 time or epoch seconds: 'not a time'",
+             "--since: not an ISO-8601 time or epoch seconds: 'not a time'"),
             (lambda: check_read_only("SELECT 1; SELECT 2"), {"write": "pass --write"},
              "the SQL holds 2 statements; `analyze sql` runs one per call (open the database read-write to run "
              "several)",

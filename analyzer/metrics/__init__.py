@@ -182,7 +182,7 @@ def load_prometheus(
             until = us_to_datetime(last + pad) if last is not None else datetime.now(timezone.utc)
         if since is None:
             since = (us_to_datetime(first - pad) if first is not None
-                     else us_to_datetime(to_epoch_us(until, "--until")) - DEFAULT_LOOKBACK)
+                     else us_to_datetime(to_epoch_us(until, "until")) - DEFAULT_LOOKBACK)
     if step is None:
         step = max(1.0, min(15.0, w_s / 5))
     fetched = fetch_range(url, since, until, step, timeout, selector=selector, progress=progress)

@@ -140,13 +140,14 @@ def fetch_range(
         AnalyzerError: (upstream) unreachable, a timeout, an HTTP or API error;
             (usage) a bad URL or an empty range.
     """
-    since_us, until_us = to_epoch_us(since, "--since"), to_epoch_us(until, "--until")
+    since_us, until_us = to_epoch_us(since, "since"), to_epoch_us(until, "until")
     # Credentials in the URL (user:password@, ?token=) go with the requests and
     # are never shown: `url` from here on is the public base.
     raw_url = url
     url, auth, extra_params = split_credentials(raw_url)
     if until_us <= since_us:
-        raise AnalyzerError(f"--until must be after --since for {url}", ExitCode.USAGE)
+        raise AnalyzerError(f"until must be after since for {url}", ExitCode.USAGE, param="until",
+                            names={"until": "until", "since": "since"})
     if not (isinstance(step, (int, float)) and step > 0):
         raise AnalyzerError(f"step must be a positive number of seconds, not {step!r}", ExitCode.USAGE)
     if not raw_url.startswith(("http://", "https://")):

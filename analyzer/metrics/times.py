@@ -71,7 +71,7 @@ def to_epoch_us(value: datetime | str | int | float, name: str = "time") -> int:
         delta = dt - datetime(1970, 1, 1, tzinfo=timezone.utc)
         return (delta.days * 86400 + delta.seconds) * US + delta.microseconds
     if isinstance(value, bool):
-        raise AnalyzerError(f"{name}: not a time: {value!r}", ExitCode.USAGE)
+        raise AnalyzerError(f"{name}: not a time: {value!r}", ExitCode.USAGE, param=name)
     if isinstance(value, (int, float)):
         return _epoch_number_us(float(value), name)
     text = str(value).strip()
@@ -82,13 +82,14 @@ def to_epoch_us(value: datetime | str | int | float, name: str = "time") -> int:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
-        raise AnalyzerError(f"{name}: not an ISO-8601 time or epoch seconds: {value!r}", ExitCode.USAGE) from exc
+        raise AnalyzerError(f"{name}: not an ISO-8601 time or epoch seconds: {value!r}", ExitCode.USAGE,
+                            param=name) from exc
     return to_epoch_us(dt, name)
 
 
 def _epoch_number_us(seconds: float, name: str) -> int:
     if not math.isfinite(seconds):
-        raise AnalyzerError(f"{name}: not a time: {seconds!r}", ExitCode.USAGE)
+        raise AnalyzerError(f"{name}: not a time: {seconds!r}", ExitCode.USAGE, param=name)
     if abs(seconds) > _EPOCH_MS_THRESHOLD:
         seconds /= 1000.0
     return round(seconds * US)
