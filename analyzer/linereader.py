@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Union
+from typing import TYPE_CHECKING, BinaryIO, Iterator, Union
 
+if TYPE_CHECKING:  # annotations only: pyarrow is imported when a file is read (arrow())
+    import pyarrow as pa
 
 
 def arrow():

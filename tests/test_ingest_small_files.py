@@ -159,7 +159,7 @@ def test_odd_small_files_are_ingested_like_any_file(tmp_path, db):
 
 def test_runs_cut_across_batches_keep_exact_line_numbers(tmp_path, db, monkeypatch):
     monkeypatch.setattr(ingestion, "BATCH_LINES", 25)  # a transaction every 25 lines, inside files and runs
-    paths = _chunks(tmp_path / "s3", 12, pairs_per_file=4)
+    _chunks(tmp_path / "s3", 12, pairs_per_file=4)
     report = run(db, [tmp_path / "s3"])
     assert report.new_records == 12 * 8 and report.files_ingested == 12
     stored = _stored_lines(db)
