@@ -16,6 +16,7 @@ import pytest
 
 from analyzer.db import connect
 from analyzer.holdings import DEFAULT_WEDGE_WINDOW_S, WEDGE_WINDOW_SETTING, stored_wedge_window
+from analyzer.metrics.store import insert_samples
 from analyzer.metrics.windows import write_windows
 from analyzer.sqlrun import ask
 
@@ -29,9 +30,9 @@ SAMPLES = [(0, 0.0), (60, 600.0), (120, 1200.0), (180, 100.0), (240, 700.0), (64
 @pytest.fixture
 def con(tmp_path):
     c = connect(tmp_path / "counters.duckdb")
-    c.executemany("INSERT INTO metric_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  [("vllm:generation_tokens_total", "llm/glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
-                    T0 + timedelta(seconds=s), v, "test") for s, v in SAMPLES])
+    # metric_samples is a view over series and points: samples go in through the store
+    insert_samples(c, [("vllm:generation_tokens_total", "llm/glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
+                        T0 + timedelta(seconds=s), v, "test") for s, v in SAMPLES])
     yield c
     c.close()
 
