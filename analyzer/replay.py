@@ -544,7 +544,7 @@ def secret_forms(secret: str) -> list[str]:
     return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
 
 
-def _scrubber(secret: str | None) -> Callable[[str | None], str | None]:
+def scrubber(secret: str | None) -> Callable[[str | None], str | None]:
     """A scrub for texts that may quote ``secret``: every escaped form of it, and credentials in general."""
     from .report.redact import redact
 
@@ -601,7 +601,7 @@ async def areplay(
     public = public_endpoint(url)
     if api_key:
         check_api_key(api_key)  # before it goes near a header
-    scrub = _scrubber(api_key)
+    scrub = scrubber(api_key)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     limiter = RateLimiter(rate)
     sem = asyncio.Semaphore(concurrency)

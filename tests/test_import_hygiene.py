@@ -85,3 +85,26 @@ def test_online_loads_no_analyzer_module_outside_itself():
     ours = sorted(m for m in loaded if m == "analyzer" or m.startswith("analyzer."))
     outside = [m for m in ours if m != "analyzer" and m != "analyzer.online" and not m.startswith("analyzer.online.")]
     assert "analyzer.online.classify" in ours and outside == [], f"analyzer.online loaded {outside}"
+
+
+def _private_imports(root: Path) -> list[str]:
+    """``from .module import _name`` across modules of ``root`` (an alias to a private name is fine)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__" and (node.level or
+                                                                                    (node.module or "").startswith("analyzer")):
+                found += [f"{path.relative_to(root.parent)}:{node.lineno} {a.name}"
+                          for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path):
+    root = Path(__file__).resolve().parent.parent / "analyzer"
+    assert _private_imports(root) == []
+    # the check sees one
+    pkg = tmp_path / "analyzer"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def _hidden():\n    pass\n", encoding="utf-8")
+    (pkg / "b.py").write_text("from .a import _hidden\n", encoding="utf-8")
+    assert _private_imports(pkg) == ["analyzer/b.py:1 _hidden"]

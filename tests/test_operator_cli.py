@@ -534,10 +534,10 @@ def test_a_replay_key_with_cr_lf_or_space_is_refused_unseen(week_db, key):
 def test_the_replay_scrubber_removes_every_escaped_form_of_the_key():
     from urllib.parse import quote
 
-    from analyzer.replay import _scrubber
+    from analyzer.replay import scrubber
 
     key = "sk-live-SECRET/VALUE+42"
-    scrub = _scrubber(key)
+    scrub = scrubber(key)
     for text in (f"Illegal header value b'Bearer {key}'", repr(key), json.dumps(key), quote(key, safe=""),
                  f"auth={quote(key)}"):
         assert "SECRET" not in scrub(text), text

@@ -216,8 +216,8 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
         GROUP BY n.mid, l.sid, st.ts_us""")
     _empty(scratch)
     pairs = scratch.execute(f"SELECT DISTINCT mid, sid FROM {FINAL} ORDER BY mid, sid").fetchall()
-    series_ids, fresh = _series_ids(con, [(CANONICAL[mid], *series.rows[sid][1:]) for mid, sid in pairs])
-    source_ids = _source_ids(con, sources)
+    series_ids, fresh = series_ids_for(con, [(CANONICAL[mid], *series.rows[sid][1:]) for mid, sid in pairs])
+    source_ids = source_ids_for(con, sources)
     scratch.register("_metric_map_in", pa.table({
         "mid": pa.array([m for m, _ in pairs], pa.int32()), "sid": pa.array([s for _, s in pairs], pa.int32()),
         "series_id": pa.array(series_ids, pa.int32())}))
@@ -256,7 +256,7 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     return StageStats(read=read, non_finite=non_finite, other_metrics=other, new=new, duplicates=kept - new)
 
 
-def _series_ids(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple[list[int], list[bool]]:
+def series_ids_for(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple[list[int], list[bool]]:
     """``metric_series`` ids of ``(metric, labels, pod, model_name, instance, job)``, adding the missing ones.
 
     Returns the ids in the order given and whether each series is new. A series
@@ -290,7 +290,7 @@ def _series_ids(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple[li
     return [found[k] for k in range(len(wanted))], [k in new for k in range(len(wanted))]
 
 
-def _source_ids(con: duckdb.DuckDBPyConnection, sources: list[str]) -> list[int]:
+def source_ids_for(con: duckdb.DuckDBPyConnection, sources: list[str]) -> list[int]:
     """``metric_sources`` ids of ``sources`` (in order), adding the missing ones."""
     known = dict(con.execute("SELECT source, min(source_id) FROM metric_sources WHERE list_contains($s, source) "
                              "GROUP BY source", {"s": sources}).fetchall())

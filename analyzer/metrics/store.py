@@ -49,15 +49,15 @@ def insert_samples(con: duckdb.DuckDBPyConnection, rows: Sequence[Sequence]) -> 
     """
     import pyarrow as pa
 
-    from .stage import _series_ids, _source_ids
+    from .stage import series_ids_for, source_ids_for
 
     if not rows:
         return 0
     keys = list(dict.fromkeys((r[0], r[5], r[1], r[2], r[3], r[4]) for r in rows))
-    series_ids, _ = _series_ids(con, keys)
+    series_ids, _ = series_ids_for(con, keys)
     by_key = dict(zip(keys, series_ids))
     sources = list(dict.fromkeys(r[8] for r in rows if r[8] is not None))
-    by_source = dict(zip(sources, _source_ids(con, sources))) if sources else {}
+    by_source = dict(zip(sources, source_ids_for(con, sources))) if sources else {}
     con.register("_metric_rows_in", pa.table({
         "series_id": pa.array([by_key[(r[0], r[5], r[1], r[2], r[3], r[4])] for r in rows], pa.int32()),
         "ts": pa.array([r[6] for r in rows], pa.timestamp("us")),
