@@ -154,8 +154,11 @@ _STRUCT_SQL = json.dumps(RECORD_STRUCT).replace("'", "''")
 
 def blank_sql(expr: str) -> str:
     """SQL true when ``expr`` has no visible character: analyzer.online.is_blank's rule."""
-    chars = BLANK_CHARS.replace("'", "''")
-    return f"(trim({expr}, '{chars}') = '')"
+    # "No character outside BLANK_CHARS", as a regex: it stops at the first visible
+    # character and copies nothing (trim(expr, chars) decodes the character set and
+    # copies the text for every row: measured ~1.4 CPU-s on a week's responses).
+    visible = "[^" + "".join(f"\\x{{{ord(c):x}}}" for c in BLANK_CHARS) + "]"
+    return f"(NOT regexp_matches({expr}, '{visible}'))"
 
 
 # The typed hot columns of `records`, computed from the parsed record `j`.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from .db import transaction
+from .db import CLASSIFY_MEMORY_LIMIT, memory_bound, transaction
 from .online import (
     DEFAULT_CALLER_DEADLINE_S,
     UPSTREAM_FAILURE_CLASSES,
@@ -140,7 +140,7 @@ def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | 
     """
     if caller_deadline_s is not None:
         check_caller_deadline(caller_deadline_s)  # before any write
-    with transaction(con):
+    with transaction(con), memory_bound(con, CLASSIFY_MEMORY_LIMIT):
         set_caller_deadline(con, caller_deadline_s)
         return _refresh(con, force=False)
 
@@ -311,7 +311,7 @@ def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool
     """
     if not force and is_current(con):
         return False
-    with transaction(con):
+    with transaction(con), memory_bound(con, CLASSIFY_MEMORY_LIMIT):
         set_caller_deadline(con, None)
         _refresh(con, force=force)
     return True
