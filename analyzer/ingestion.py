@@ -102,6 +102,8 @@ _READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
 # Files up to this size (and never over the longest line kept) are read whole,
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
 _SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
+# DuckDB threads for the INSERT of a batch ($ANALYZER_STORE_THREADS, 0: DuckDB's own).
+_STORE_THREADS = int(os.environ.get("ANALYZER_STORE_THREADS", 1))
 # Runs of small files read ahead of the batch DuckDB is storing.
 _RUNS_AHEAD = 3
 
@@ -783,10 +785,15 @@ class _Ingest:
                 # record came from); not keeping it lets DuckDB write row groups as
                 # they fill instead of holding them in order (less memory).
                 con.execute("SET preserve_insertion_order = false")
+                if _STORE_THREADS:
+                    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+                    con.execute(f"SET threads = {_STORE_THREADS}")
                 try:
                     inserted = con.execute(_STORE, n).fetchall()[0][0]
                 finally:
                     con.execute("RESET preserve_insertion_order")
+                    if _STORE_THREADS:
+                        con.execute(f"SET threads = {int(threads)}")
                 con.execute(_REST, n)
                 stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(_BATCH_STATS, n).fetchall()}
                 bad = sum(s[1] for s in stats.values())
