@@ -459,6 +459,11 @@ def _m006_metric_series(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m007_ingest_pending(con: duckdb.DuckDBPyConnection) -> None:
+    """Batches whose records are stored but not yet finished (de-duplicated, progress written)."""
+    con.execute("CREATE TABLE ingest_pending (batch BIGINT PRIMARY KEY, stored_at TIMESTAMP)")
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -467,7 +472,24 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_production_inputs", _m004_production_inputs),
     ("005_settings", _m005_settings),
     ("006_metric_series", _m006_metric_series),
+    ("007_ingest_pending", _m007_ingest_pending),
 ]
+
+
+def discard_unfinished_batches(con: duckdb.DuckDBPyConnection) -> int:
+    """Remove the records of batches stored but never finished; return how many batches.
+
+    Ingestion stores a batch's records in one transaction and finishes it (de-
+    duplication, quarantine, the files' progress) in a second. A run killed
+    between the two leaves the batch in ``ingest_pending``: its records go, and
+    as its files' progress was not advanced, the next run reads those lines again.
+    """
+    pending = con.execute("SELECT count(*) FROM ingest_pending").fetchall()[0][0]
+    if pending:
+        with transaction(con):
+            con.execute("DELETE FROM records WHERE ingest_batch IN (SELECT batch FROM ingest_pending)")
+            con.execute("DELETE FROM ingest_pending")
+    return pending
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -606,6 +628,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
     else:
         try:
             migrate(con)
+            discard_unfinished_batches(con)  # a run killed inside a batch
             from .queries import create_views
 
             create_views(con)

@@ -30,13 +30,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Iterable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 import duckdb
 
-from .db import transaction
+from .db import discard_unfinished_batches, transaction
 from .errors import ExitCode, InputError
 from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
@@ -102,7 +106,15 @@ _READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
 # Files up to this size (and never over the longest line kept) are read whole,
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
 _SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
-# DuckDB threads for the INSERT of a batch ($ANALYZER_STORE_THREADS, 0: DuckDB's own).
+# Batches stored at once, each by a DuckDB connection of its own ($ANALYZER_STORES).
+# Two use both cores (measured on a week: ingest 24 s -> 16 s) but need DuckDB's
+# bound near 700 MB not to spill, and hold two batches of lines: peak RSS ~1.2 GB.
+# One keeps the whole run under 1 GB.
+_STORES = max(1, int(os.environ.get("ANALYZER_STORES", 1)))
+# DuckDB threads while ingesting ($ANALYZER_STORE_THREADS; 0: DuckDB's own number).
+# One: an INSERT on two threads leaves two part row groups that are copied and
+# compressed again at its end (measured: more CPU, no less time); the store
+# connections use the cores instead.
 _STORE_THREADS = int(os.environ.get("ANALYZER_STORE_THREADS", 1))
 # Runs of small files read ahead of the batch DuckDB is storing.
 _RUNS_AHEAD = 3
@@ -285,14 +297,21 @@ def _same(a: str, b: str) -> str:
 # 3. De-duplication. `older`: this batch's records already stored by an earlier
 # batch (an S3 chunk and the pod's stdout, a file given twice, a day present as
 # chunks and as Parquet). Bounded by the batch's time range (zone maps skip the rest).
+# Batches stored but not finished yet (`ingest_pending`: later batches, stored
+# beside this one) are not older: each de-duplicates against this one when it is
+# finished. A stored row is named by its batch as well as its file and line: a
+# file read again holds the same file and line numbers as its earlier reading.
 _OLDER = f"""
 CREATE OR REPLACE TEMP TABLE older AS
 SELECT b.file_id, b.line_no, b.truncated, b.proxy_pod,
-       r.file_id AS o_file, r.line_no AS o_line, r.truncated AS o_truncated, r.proxy_pod AS o_pod
+       r.file_id AS o_file, r.line_no AS o_line, r.ingest_batch AS o_batch, r.truncated AS o_truncated,
+       r.proxy_pod AS o_pod
 FROM (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
       FROM records WHERE ingest_batch = $batch) b
-JOIN (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
-      FROM records WHERE ts BETWEEN $lo AND $hi AND ingest_batch IS DISTINCT FROM $batch) r
+JOIN (SELECT file_id, line_no, ingest_batch, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
+      FROM records
+      WHERE ts BETWEEN $lo AND $hi AND ingest_batch IS DISTINCT FROM $batch
+        AND (ingest_batch IS NULL OR ingest_batch NOT IN (SELECT batch FROM ingest_pending))) r
   ON {_same('r', 'b')}
 """
 
@@ -302,13 +321,14 @@ _REPLACE_TRUNCATED = [
        WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
          AND o.o_truncated AND NOT o.truncated AND records.proxy_pod IS NULL AND o.o_pod IS NOT NULL""",
     """DELETE FROM records USING older o
-       WHERE records.ingest_batch IS DISTINCT FROM $batch AND records.file_id = o.o_file AND records.line_no = o.o_line
-         AND o.o_truncated AND NOT o.truncated""",
+       WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
+         AND records.line_no = o.o_line AND o.o_truncated AND NOT o.truncated""",
 ]
 # ... and any other copy of a stored record is dropped (its replica carried over).
 _DROP_SEEN = [
     """UPDATE records SET proxy_pod = o.proxy_pod FROM older o
-       WHERE records.ingest_batch IS DISTINCT FROM $batch AND records.file_id = o.o_file AND records.line_no = o.o_line
+       WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
+         AND records.line_no = o.o_line
          AND NOT (o.o_truncated AND NOT o.truncated) AND records.proxy_pod IS NULL AND o.proxy_pod IS NOT NULL""",
     """DELETE FROM records USING older o
        WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
@@ -617,6 +637,19 @@ def chunk_pod(path: str) -> str | None:
     return m.group(1) if m and m.group(1) != "nohost" else None
 
 
+@dataclass
+class _Sealed:
+    """A batch cut and handed to a store connection, with what it needs to be finished."""
+
+    n: dict  # {"batch": its number in records.ingest_batch}
+    table: object  # the Arrow table of its lines, shaped like _batch_schema()
+    progress: list  # (file state, lines_done, bytes_done, complete) when it was cut
+    registry: dict  # its files' registry columns (_registry_rows)
+    long_lines: list
+    done: int = 0  # input bytes read when it was cut (for the progress callback)
+    future: object = None
+
+
 class _Ingest:
     """One ingestion run over planned files."""
 
@@ -629,6 +662,11 @@ class _Ingest:
         self.done = 0
         self.batch = _Batch()
         self.now = datetime.now(timezone.utc).replace(tzinfo=None)
+        self.inflight: deque[_Sealed] = deque()  # stored or being stored, not yet finished
+        self._stores = None  # the store connections' threads, started with the first batch
+        self._cursors: list = []
+        self._free: list = []
+        self._lock = threading.Lock()
 
     # -- files -------------------------------------------------------------
     def read_all(self, todos: Iterable[_Todo]) -> None:
@@ -725,7 +763,7 @@ class _Ingest:
         self.batch.touch(state)
         self.done = start_done + (f.size or disk[0])
         if f.form == STDIN:
-            self.flush()
+            self.drain()
 
     def _add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         """Add lines to the batch, cutting a block where the batch reaches whole row groups."""
@@ -765,38 +803,109 @@ class _Ingest:
 
     def _flush_if_pending(self) -> None:
         if self.batch.nbytes:
-            self.flush()
+            self.drain()  # an idle pipe: what it sent is committed now
 
-    # -- one transaction ----------------------------------------------------
+    # -- batches: stored two at a time, finished in order --------------------
     def flush(self) -> None:
+        """Hand the gathered batch to a store connection; finish the oldest when every one is busy.
+
+        A batch is two transactions. The store (on one of ``_STORES`` connections,
+        in a thread of its own) inserts its records and marks the batch in
+        ``ingest_pending``. The finish (on this connection, batch after batch)
+        judges the other lines, de-duplicates, writes quarantine, events and the
+        files' progress, and clears the mark. DuckDB's INSERT of one batch uses one
+        core well and two poorly (measured); two batches stored at once use both.
+        A run killed between the two leaves a marked batch, which the next
+        connection removes (:func:`analyzer.db.discard_unfinished_batches`): the
+        files' progress was not advanced, so its lines are read again.
+        """
         batch, self.batch = self.batch, _Batch()
         if batch.empty():
             return
-        con = self.con
         batch.seal()
         pa, _ = arrow()
-        table = pa.Table.from_batches(batch.pieces, schema=_batch_schema())
-        con.register("batch_lines", table)
+        sealed = _Sealed(
+            n={"batch": self.con.execute("SELECT nextval('ingest_batches')").fetchall()[0][0]},
+            table=pa.Table.from_batches(batch.pieces, schema=_batch_schema()),
+            # what each file had reached when this batch was cut (reading goes on meanwhile)
+            progress=[(st, st.lines_done, st.bytes_done, st.complete) for st in batch.files.values()],
+            registry=self._registry_rows(batch),
+            long_lines=batch.long_lines,
+            done=self.done,
+        )
+        sealed.future = self._pool().submit(self._store, sealed)
+        self.inflight.append(sealed)
+        while len(self.inflight) >= _STORES:
+            self._finish(self.inflight.popleft())
+
+    def drain(self) -> None:
+        """Finish every batch handed to a store connection."""
+        self.flush()
+        while self.inflight:
+            self._finish(self.inflight.popleft())
+
+    def close(self, *, abandon: bool = False) -> None:
+        """Stop the store connections: after :meth:`drain`, or ``abandon``-ing the batches in flight."""
+        if abandon:
+            for s in self.inflight:
+                s.future.cancel()
+            for cur in self._cursors:
+                try:
+                    cur.interrupt()
+                except duckdb.Error:  # closed already
+                    pass
+        if self._stores is not None:
+            self._stores.shutdown(wait=True)
+            for cur in self._cursors:
+                cur.close()
+            self._stores = None
+        self.inflight.clear()
+
+    def _pool(self):
+        if self._stores is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from .interrupt import track
+
+            self._cursors = []
+            for _ in range(_STORES):
+                cur = self.con.cursor()
+                cur.execute("SET TimeZone = 'UTC'")  # as analyzer.db.connect: timestamps are UTC
+                track(cur)
+                self._cursors.append(cur)
+            self._free = list(self._cursors)
+            self._stores = ThreadPoolExecutor(max_workers=_STORES, thread_name_prefix="analyzer-store")
+        return self._stores
+
+    def _store(self, s: "_Sealed") -> int:
+        """The first transaction of a batch: its records, typed and raw, and the pending mark."""
+        with self._lock:
+            cur = self._free.pop()
+        try:
+            cur.register("batch_lines", s.table)
+            try:
+                with transaction(cur):
+                    inserted = cur.execute(_STORE, s.n).fetchall()[0][0]
+                    cur.execute("INSERT INTO ingest_pending VALUES ($batch, now())", s.n)
+            finally:
+                cur.unregister("batch_lines")
+        finally:
+            with self._lock:
+                self._free.append(cur)
+        return inserted
+
+    def _finish(self, s: "_Sealed") -> None:
+        """The second transaction of a batch (in batch order): everything but the records' insert."""
+        inserted = s.future.result()  # the store's error, if it failed, surfaces here
+        con = self.con
+        n = s.n
+        con.register("batch_lines", s.table)
         try:
             with transaction(con):
-                self._register_files(batch)
-                n = {"batch": con.execute("SELECT nextval('ingest_batches')").fetchall()[0][0]}
-                # Row order in `records` carries no meaning (file and line say where a
-                # record came from); not keeping it lets DuckDB write row groups as
-                # they fill instead of holding them in order (less memory).
-                con.execute("SET preserve_insertion_order = false")
-                if _STORE_THREADS:
-                    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-                    con.execute(f"SET threads = {_STORE_THREADS}")
-                try:
-                    inserted = con.execute(_STORE, n).fetchall()[0][0]
-                finally:
-                    con.execute("RESET preserve_insertion_order")
-                    if _STORE_THREADS:
-                        con.execute(f"SET threads = {int(threads)}")
+                self._register_files(s.registry)
                 con.execute(_REST, n)
                 stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(_BATCH_STATS, n).fetchall()}
-                bad = sum(s[1] for s in stats.values())
+                bad = sum(st[1] for st in stats.values())
                 if self.strict and bad:
                     first = con.execute(
                         "SELECT f.path, s.line_no, s.verdict FROM rest s JOIN batch_files f USING (file_id) "
@@ -807,25 +916,26 @@ class _Ingest:
                 new = inserted - self._deduplicate(n) if inserted else 0
                 con.execute(_MARK_DIRTY, n)
                 con.execute(_INSERT_QUARANTINE)
-                if batch.long_lines:
-                    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", batch.long_lines)
+                if s.long_lines:
+                    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", s.long_lines)
                 events = con.execute(_INSERT_EVENTS).fetchall()[0][0]
-                self._update_files(batch, stats)
+                self._update_files(s.progress, stats, s.long_lines)
                 con.execute("DROP TABLE rest")
+                con.execute("DELETE FROM ingest_pending WHERE batch = $batch", n)
         finally:
             con.unregister("batch_lines")
         r = self.report
-        lines = len(table)
-        recs = sum(s[0] for s in stats.values())
-        r.lines += lines + len(batch.long_lines)
+        lines = len(s.table)
+        recs = sum(st[0] for st in stats.values())
+        r.lines += lines + len(s.long_lines)
         r.records += recs
         r.new_records += new
         r.duplicates = r.records - r.new_records
-        r.quarantined += bad + len(batch.long_lines)
-        r.free_text += sum(s[2] for s in stats.values())
+        r.quarantined += bad + len(s.long_lines)
+        r.free_text += sum(st[2] for st in stats.values())
         r.proxy_events += events
         if self.progress:
-            self.progress(self.done, self.total)
+            self.progress(min(s.done, self.total), self.total)
 
     def _deduplicate(self, n: dict) -> int:
         """Drop this batch's copies of records stored before, or twice in it; return how many went.
@@ -839,7 +949,7 @@ class _Ingest:
         con.execute(_OLDER, {**n, "lo": lo, "hi": hi})
         if con.execute("SELECT count(*) FROM older").fetchall()[0][0]:
             for sql in (*_REPLACE_TRUNCATED, *_DROP_SEEN):
-                changed = con.execute(sql, n).fetchall()[0][0]
+                changed = con.execute(sql, n if "$batch" in sql else None).fetchall()[0][0]
                 if sql.lstrip().startswith("DELETE"):
                     gone += changed
         con.execute("DROP TABLE older")
@@ -851,12 +961,8 @@ class _Ingest:
         con.execute("DROP TABLE twins")
         return gone
 
-    def _register_files(self, batch: _Batch) -> None:
-        """New files get their registry row (part-read until complete); re-read files lose old rows.
-
-        One statement for the whole batch, however many files it holds: a batch of
-        thousands of small chunks costs no more registry work than one big file.
-        """
+    def _registry_rows(self, batch: _Batch) -> dict[str, list]:
+        """The registry columns of a batch's files, taken when it is cut (the next batch sees them registered)."""
         cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "fingerprint",
                                                  "is_new", "reset")}
         for st in batch.files.values():
@@ -866,6 +972,14 @@ class _Ingest:
                          ("reset", st.registered and st.reset)):
                 cols[k].append(v)
             st.registered, st.reset = True, False
+        return cols
+
+    def _register_files(self, cols: dict[str, list]) -> None:
+        """New files get their registry row (part-read until complete); re-read files lose old rows.
+
+        One statement for the whole batch, however many files it holds: a batch of
+        thousands of small chunks costs no more registry work than one big file.
+        """
         pa, _ = arrow()
         self.con.register("_batch_files_arrow", pa.table(cols))
         try:
@@ -885,20 +999,20 @@ class _Ingest:
                           lines = 0, records = 0, quarantined = 0, free_text = 0, complete = false
                    FROM batch_files b WHERE b.reset AND s.file_id = b.file_id""")
 
-    def _update_files(self, batch: _Batch, stats: dict) -> None:
+    def _update_files(self, progress: list[tuple], stats: dict, long_lines: list) -> None:
         """The batch's progress through each of its files, in one statement."""
         long_by_file: dict[int, int] = {}
-        for x in batch.long_lines:
+        for x in long_lines:
             long_by_file[x[0]] = long_by_file.get(x[0], 0) + 1
         cols: dict[str, list] = {k: [] for k in ("file_id", "lines_done", "records", "quarantined", "free_text",
                                                  "bytes_done", "complete", "size_bytes")}
-        for st in batch.files.values():
+        for st, lines_done, bytes_done, complete in progress:
             rec, bad, free = stats.get(st.file_id, (0, 0, 0))
             f = st.todo.source
-            for k, v in (("file_id", st.file_id), ("lines_done", st.lines_done), ("records", rec),
+            for k, v in (("file_id", st.file_id), ("lines_done", lines_done), ("records", rec),
                          ("quarantined", bad + long_by_file.get(st.file_id, 0)), ("free_text", free),
-                         ("bytes_done", st.bytes_done), ("complete", st.complete),
-                         ("size_bytes", f.size if f.form != STDIN else st.bytes_done)):
+                         ("bytes_done", bytes_done), ("complete", complete),
+                         ("size_bytes", f.size if f.form != STDIN else bytes_done)):
                 cols[k].append(v)
         pa, _ = arrow()
         self.con.register("_progress_arrow", pa.table(cols))
@@ -911,9 +1025,7 @@ class _Ingest:
                    FROM _progress_arrow u WHERE s.file_id = u.file_id""", {"now": self.now})
         finally:
             self.con.unregister("_progress_arrow")
-        for st in batch.files.values():
-            if st.complete:
-                self.report.files_ingested += 1
+        self.report.files_ingested += sum(1 for p in progress if p[3])
 
 
 def _record_skipped(con: duckdb.DuckDBPyConnection, report: IngestReport, now: datetime) -> None:
@@ -991,8 +1103,15 @@ def ingest(
     run = _Ingest(con, report, strict, progress, total)
     if progress:
         progress(0, total)
-    run.read_all(_ordered(todo))
-    run.flush()
+    with _ingest_settings(con):
+        try:
+            run.read_all(_ordered(todo))
+            run.drain()
+        except BaseException:
+            run.close(abandon=True)  # the batches in flight are abandoned ...
+            _discard_after_abort(con)  # ... and what they stored removed
+            raise
+        run.close()
     _record_skipped(con, report, run.now)
     report.quarantine_samples = [
         {"path": p, "line_no": n, "reason": r}
@@ -1001,6 +1120,42 @@ def ingest(
         ).fetchall()
     ]
     return report
+
+
+def _discard_after_abort(con: duckdb.DuckDBPyConnection) -> None:
+    """Remove what abandoned batches stored, on the way out of a failed or interrupted run.
+
+    Ctrl-C also wakes a thread that interrupts every connection, and it may do so
+    while a rollback or this runs (leaving the transaction aborted, not rolled
+    back): rolled back and tried a few times. If it still fails, the next
+    connection removes them (:func:`analyzer.db.discard_unfinished_batches`).
+    """
+    for _ in range(5):
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:  # no transaction open: the usual case
+            pass
+        try:
+            discard_unfinished_batches(con)
+            return
+        except duckdb.Error:
+            time.sleep(0.05)
+
+
+@contextmanager
+def _ingest_settings(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's settings for storing batches (they are the database's, shared by its connections)."""
+    before = con.execute("SELECT current_setting('threads'), current_setting('preserve_insertion_order')").fetchall()[0]
+    if _STORE_THREADS:
+        con.execute(f"SET threads = {_STORE_THREADS}")
+    # Row order in `records` carries no meaning (file and line say where a record
+    # came from); not keeping it lets DuckDB write row groups as they fill.
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {int(before[0])}")
+        con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
 
 
 def _ordered(todo: list[_Todo]) -> Iterable[_Todo]:
