@@ -12,6 +12,8 @@ by the next run.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +183,29 @@ def test_a_batch_is_not_deduplicated_against_a_later_one_stored_beside_it(tmp_pa
     assert con.execute(kept).fetchall() == [(0,)]  # every record from the first copy of its block
     con.close()
     assert _content(tmp_path / "two.duckdb")["records"] == _content(tmp_path / "one.duckdb")["records"]
+
+
+def test_reading_ahead_keeps_the_lines_in_flight_under_their_budget(tmp_path):
+    """The batch read while others are stored or finished is cut so that together they stay
+    within ANALYZER_FLIGHT_BYTES (give or take one read block)."""
+    path = _big_file(tmp_path)
+    db = tmp_path / "a.duckdb"
+    script = f"""
+import json
+import analyzer.ingestion as ing
+from analyzer.db import connect
+seen = []
+flush = ing._Ingest.flush
+def watched_flush(self):
+    seen.append(sum(s.nbytes for s in self.inflight) + self.batch.nbytes)
+    flush(self)
+ing._Ingest.flush = watched_flush
+report = ing.ingest(connect({str(db)!r}), [{str(path)!r}])
+print(json.dumps([max(seen), len(seen), ing._READ_BLOCK, report.new_records]))
+"""
+    env = dict(os.environ, ANALYZER_BATCH_BYTES="16384", ANALYZER_FLIGHT_BYTES="24576")
+    p = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    most, flushes, block, new = json.loads(p.stdout)
+    assert new == 600 and flushes > 5
+    assert most <= 24576 + block, (most, block)
