@@ -13,10 +13,14 @@
 -- ingestion from analyzer.online.BLANK_CHARS: a test checks the two agree); a
 -- response with no error and no has_* fields is a 200 with no usable answer;
 -- `late` compares the latency with the caller deadline in `settings`.
-WITH req AS (
+-- req and resp are read three and four times: NOT MATERIALIZED scans `records`
+-- each time (a columnar scan with the type filter pushed down) instead of copying
+-- half its rows into a buffer that spilled to disk (measured on a week: 400 MB
+-- spilled at a 640 MB bound, against 110 MB).
+WITH req AS NOT MATERIALIZED (
     SELECT * FROM records WHERE type = 'request'
 ),
-resp AS (
+resp AS NOT MATERIALIZED (
     SELECT * REPLACE (
         -- The proxy logs has_content = bool(content): "\n\n" counts. Ingestion
         -- marks content with no visible character (analyzer.online.is_blank).
