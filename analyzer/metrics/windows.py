@@ -144,6 +144,26 @@ def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list,
     return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
 
 
+def _grouped(con, with_sql: str, points: str, keys: str, params: dict) -> dict[tuple, tuple[list, ...]]:
+    """Lists per key from flat rows: -> {key: (list, ...)}, each list sorted by time.
+
+    ``with_sql + points`` returns a group number ``k`` then value columns, one row
+    per instant, ordered by ``k`` then time; ``with_sql + keys`` returns each ``k``
+    with its key columns, ordered by ``k``. The flat columns cross to Python
+    through Arrow and each key's lists are slices of them: a week of samples is
+    sorted once, never aggregated into lists in SQL nor walked as row tuples.
+    """
+    table = con.sql(with_sql + points, params=params).to_arrow_table()
+    ks = table.column(0).to_pylist()
+    cols = [c.to_pylist() for c in table.columns[1:]]
+    out = {}
+    for k, *key in con.execute(with_sql + keys, params).fetchall():
+        lo, hi = bisect.bisect_left(ks, k), bisect.bisect_right(ks, k)
+        if hi > lo:  # a group with no point is not listed (as an inner join would not)
+            out[tuple(key)] = tuple(c[lo:hi] for c in cols)
+    return out
+
+
 # The loaders read metric_points (series number, time, value) joined to the few
 # series of the metric asked (metric_series), grouped by small integer keys the
 # series get in SQL (`k`): no label text is read per point. `_LIVE` keeps series
@@ -153,19 +173,17 @@ _LIVE = "series_id IN (SELECT DISTINCT series_id FROM metric_points)"
 
 def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, labels::VARCHAR AS labels,
                    min(series_id) OVER (PARTITION BY pod, model_name, labels::VARCHAR) AS k
             FROM metric_series WHERE metric = $m AND model_name IS NOT NULL
-        ), g AS (
-            SELECT s.k, list(epoch_us(p.ts) ORDER BY p.ts) AS t, list(p.value ORDER BY p.ts) AS v
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k
-        )
-        SELECT s.pod, s.model_name, s.labels, g.t, g.v FROM g JOIN s ON s.series_id = g.k
-        """, {"m": GENERATION_TOKENS}, 3)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, p.value AS v
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        ORDER BY s.k, p.ts""", """
+        SELECT k, pod, model_name, labels FROM s WHERE series_id = k ORDER BY k""", {"m": GENERATION_TOKENS})
     out: dict[Unit, list] = defaultdict(list)
     for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
             kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
@@ -175,18 +193,17 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
 
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k
             FROM metric_series WHERE list_contains($metrics, metric) AND model_name IS NOT NULL
-        ), i AS (
-            SELECT s.k, epoch_us(p.ts) AS t, max(p.value) > 0 AS busy
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k, p.ts
-        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(busy ORDER BY t) AS busy FROM i GROUP BY k)
-        SELECT u.pod, u.model_name, g.t, g.busy FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
-        """, {"metrics": list(DEMAND_METRICS)}, 2)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, max(p.value) > 0 AS busy
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        GROUP BY s.k, p.ts
+        ORDER BY s.k, p.ts""", """
+        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"metrics": list(DEMAND_METRICS)})
     return {unit: (times, flags) for unit, (times, flags) in found.items()}
 
 
@@ -202,20 +219,18 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
             f"SELECT DISTINCT pod, instance, job FROM metric_series WHERE metric <> $m AND {_LIVE}",
             {"m": UP}).fetchall():
         targets[pod].add((instance, job))
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, instance, job,
                    dense_rank() OVER (ORDER BY pod NULLS FIRST, instance NULLS FIRST, job NULLS FIRST) AS k
             FROM metric_series WHERE metric = $m
-        ), i AS (
-            SELECT s.k, epoch_us(p.ts) AS t, min(p.value) AS v
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k, p.ts
-        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(v ORDER BY t) AS v FROM i GROUP BY k)
-        SELECT u.pod, u.instance, u.job, g.t, g.v
-        FROM g JOIN (SELECT DISTINCT k, pod, instance, job FROM s) u ON u.k = g.k
-        """, {"m": UP}, 3)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, min(p.value) AS v
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        GROUP BY s.k, p.ts
+        ORDER BY s.k, p.ts""", """
+        SELECT DISTINCT k, pod, instance, job FROM s ORDER BY k""", {"m": UP})
     by_pod: dict = defaultdict(dict)
     for (pod, instance, job), (times, values) in found.items():
         by_pod[pod][(instance, job)] = (times, values)
@@ -244,7 +259,7 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
 
 def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
     """{unit: [(instant, asleep)] sorted}: a unit sleeps at an instant when all its engines do."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k,
                    coalesce(labels ->> 'engine', labels ->> 'engine_id', '') AS engine,
@@ -260,10 +275,9 @@ def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
             FROM metric_points p JOIN s ON s.series_id = p.series_id
             WHERE isfinite(p.value)
             GROUP BY s.k, p.ts, s.engine
-        ), i AS (SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts),
-        g AS (SELECT k, list(t ORDER BY t) AS t, list(asleep ORDER BY t) AS asleep FROM i GROUP BY k)
-        SELECT u.pod, u.model_name, g.t, g.asleep FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
-        """, {"m": SLEEP_STATE}, 2)
+        )""", """
+        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""", """
+        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"m": SLEEP_STATE})
     return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
@@ -282,14 +296,14 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
     if not pods:
         return {}
     named = [p for p in pods if p is not None]
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, dense_rank() OVER (ORDER BY pod NULLS FIRST) AS k FROM metric_series
             WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
-        ), i AS (SELECT DISTINCT s.k, p.ts FROM metric_points p JOIN s ON s.series_id = p.series_id),
-        g AS (SELECT k, list(epoch_us(ts) ORDER BY ts) AS t FROM i GROUP BY k)
-        SELECT u.pod, g.t FROM g JOIN (SELECT DISTINCT k, pod FROM s) u ON u.k = g.k
-        """, {"pods": named, "with_null": None in pods}, 1)
+        )""", """
+        SELECT DISTINCT s.k, epoch_us(p.ts) AS t FROM metric_points p JOIN s ON s.series_id = p.series_id
+        ORDER BY s.k, t""", """
+        SELECT DISTINCT k, pod FROM s ORDER BY k""", {"pods": named, "with_null": None in pods})
     return {k[0]: v[0] for k, v in found.items()}
 
 
