@@ -408,3 +408,50 @@ def test_parse_model_map():
         # the library speaks of its parameter; `analyze --model-map` names the option (tests/test_commands.py)
         assert err.value.exit_code == ExitCode.USAGE and err.value.param == "model_map"
         assert "LOG_MODEL=METRIC_MODEL_NAME" in str(err.value) and "--" not in str(err.value)
+
+
+def test_typed_and_json_text_readers_stage_the_same(tmp_path):
+    """query_range/query JSON goes through read_json into typed lists; the JSON-text reader
+    (read_json_objects) stays for other shapes. On the shapes both take, they stage the
+    same points and interned labels; on the others the typed one stands aside."""
+    from analyzer.metrics.readers import _stage_json_objects, _stage_json_typed
+    from analyzer.metrics.stage import LABELS, STAGE, Series, close_stage, open_stage
+
+    usual = [
+        api([matrix("vllm:generation_tokens_total", {**GLM, "pod": "a"}, [(T0, 1), (T0 + 15.25, 2.5), (T0 + 30, "NaN")]),
+             matrix("up", {"pod": "a", "instance": "10.0.0.5:8000"}, [(T0, 1)]),
+             matrix("vllm:num_requests_running", {**GLM, "pod": "a"}, []),
+             {"metric": {"pod": "b"}, "values": [[T0, "+Inf"]]}]),  # no __name__ (an expression)
+        [api([matrix("up", {"pod": "a"}, [(T0, 1)])]), api([], kind="vector"),
+         api([{"metric": {"__name__": "up", "pod": "c"}, "value": [T0 + 0.5, "0"]}], kind="vector")],
+    ]
+    odd = [[api([matrix("up", {"pod": "a"}, [(T0, 1)])]), {"resultType": "matrix", "result": []}],  # bare data
+           api([1, 2]),  # result entries that are not series
+           {"status": "success", "data": {"resultType": "matrix", "result": {"up": 1}}}]
+
+    def staged(reader, path):
+        scratch = open_stage()
+        try:
+            series = Series()
+            took = reader(scratch, path, series)
+            points = scratch.execute(f"""SELECT s.ord, s.metric, s.ts_us, s.value, l.sid FROM {STAGE} s
+                                         LEFT JOIN {LABELS} l USING (label_key) ORDER BY s.ord""").fetchall()
+            labels = {sid: (canonical, pod) for sid, canonical, pod, *_ in series.rows}
+            return took, [(o, m, t, v, labels.get(sid)) for o, m, t, v, sid in points]
+        finally:
+            close_stage(scratch)
+
+    for i, doc in enumerate(usual):
+        path = tmp_path / f"usual-{i}.json"
+        path.write_text(json.dumps(doc))
+        took, typed = staged(_stage_json_typed, path)
+        _none, text = staged(_stage_json_objects, path)
+        # order, name, time, value (NaN and Inf as the text reader casts them: store_stage
+        # drops them), and the series the labels were interned as
+        assert took is True and typed
+        assert [(o, m, t, str(v), lab) for o, m, t, v, lab in typed] == \
+            [(o, m, t, str(v), lab) for o, m, t, v, lab in text]
+    for i, doc in enumerate(odd):
+        path = tmp_path / f"odd-{i}.json"
+        path.write_text(json.dumps(doc))
+        assert staged(_stage_json_typed, path) == (False, [])

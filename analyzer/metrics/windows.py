@@ -326,6 +326,10 @@ def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
 
 def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[list[int], list[int]]:
     """The unit's observation instants and the change each one shows (``_FLAT`` ...)."""
+    if len(series_list) == 1:  # one engine (the usual unit): no instants to merge
+        one = _single_timeline(series_list[0], w_us)
+        if one is not None:
+            return one
     status: dict[int, int] = {}
     for series in series_list:
         prev_t, prev_v = None, None
@@ -347,6 +351,33 @@ def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[li
     for i in range(1, len(times)):
         if times[i] - times[i - 1] > w_us:
             changes[i] = max(changes[i], _GAP)
+    return times, changes
+
+
+def _single_timeline(series: list[tuple[int, float]], w_us: int) -> tuple[list[int], list[int]] | None:
+    """:func:`_timeline` of one series whose instants strictly increase (else None).
+
+    Each instant is then observed once, and a hole longer than ``W`` is already a
+    gap at the sample after it, so the merging and the second pass add nothing.
+    """
+    times = [t for t, _v in series]
+    if any(b <= a for a, b in zip(times, times[1:])):
+        return None
+    changes = []
+    prev_t = prev_v = None
+    for t, v in series:
+        if prev_t is None:
+            s = _FLAT
+        elif t - prev_t > w_us:
+            s = _GAP
+        elif v > prev_v:
+            s = _INC
+        elif v < prev_v:
+            s = _RESET
+        else:
+            s = _FLAT
+        changes.append(s)
+        prev_t, prev_v = t, v
     return times, changes
 
 
