@@ -248,10 +248,16 @@ def _stage_json_typed(con: duckdb.DuckDBPyConnection, path: Path, series: Series
                 """).fetchall()[0][0]
             if not usual:
                 return False
+            # Each series once: its key, label text, name and how many points it stages.
             con.execute(f"""
                 CREATE OR REPLACE TEMP TABLE {_JSON_SERIES} AS
-                SELECT d::VARCHAR || ':' || i AS k, coalesce(s.metric, '{{}}')::VARCHAR AS labels
-                FROM (SELECT d, unnest(data.result) AS s, generate_subscripts(data.result, 1) AS i FROM {_JSON_DOCS})
+                SELECT d::VARCHAR || ':' || i AS k, coalesce(s.metric, '{{}}')::VARCHAR AS labels,
+                       coalesce(s.metric ->> '__name__', '') AS name,
+                       CASE WHEN kind = 'matrix' THEN len(coalesce(s."values", []))
+                            WHEN s."value" IS NULL THEN 0 ELSE 1 END AS points
+                FROM (SELECT d, data.resultType AS kind, unnest(data.result) AS s,
+                             generate_subscripts(data.result, 1) AS i
+                      FROM {_JSON_DOCS})
                 """)
             # The same points, names, times and values as _stage_json_objects stages.
             con.execute(f"""
@@ -278,9 +284,12 @@ def _stage_json_typed(con: duckdb.DuckDBPyConnection, path: Path, series: Series
                           ).fetchall()[0][0]
         if bad:
             raise _Fallback
-        labels = dict(con.execute(f"SELECT k, labels FROM {_JSON_SERIES}").fetchall())
+        # The series of kept metrics with points: the keys the stage holds for them.
+        labels = dict(con.execute(f"""
+            SELECT k, labels FROM {_JSON_SERIES}
+            WHERE points > 0 AND name IN (SELECT spelling FROM {NAMES}) ORDER BY k""").fetchall())
         try:
-            intern_labels(con, lambda key: _series_labels(labels[key]), series=series)
+            intern_labels(con, lambda key: _series_labels(labels[key]), series=series, keys=list(labels))
         except ValueError as exc:
             raise _Fallback from exc
         return True
