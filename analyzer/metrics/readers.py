@@ -2,8 +2,10 @@
 
 - CSV goes through ``read_csv`` (typed in SQL: epoch seconds or milliseconds, ISO
   8601, values with NaN/Inf spellings);
-- Prometheus API JSON through ``read_json_objects`` (one response, a list of
-  them, or JSONL), its matrix and vector results unnested in SQL;
+- Prometheus API JSON (one response, a list of them, or JSONL) through
+  ``read_json`` into typed lists when its documents are success responses of
+  matrix or vector results, else through ``read_json_objects`` as JSON text;
+  either way its results are unnested in SQL;
 - text scrapes of :data:`STREAM_BYTES` or more (a week of federated or dumped
   samples reaches a gigabyte) stream through ``read_csv`` as a line reader:
   only the lines of kept metrics are held, so memory does not grow with the
