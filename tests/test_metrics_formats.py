@@ -441,11 +441,16 @@ def test_typed_and_json_text_readers_stage_the_same(tmp_path):
         finally:
             close_stage(scratch)
 
+    paths = []
     for i, doc in enumerate(usual):
-        path = tmp_path / f"usual-{i}.json"
-        path.write_text(json.dumps(doc))
+        paths.append(tmp_path / f"usual-{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    paths.append(tmp_path / "usual.json.gz")  # gzipped: read_json's bound from the gzip trailer
+    paths[-1].write_bytes(gzip.compress(json.dumps(usual[0]).encode()))
+    for path in paths:
         took, typed = staged(_stage_json_typed, path)
-        _none, text = staged(_stage_json_objects, path)
+        # (the JSON-text reader's bound for a gzipped file exceeds the scratch memory: the plain one)
+        _none, text = staged(_stage_json_objects, paths[0] if path.suffix == ".gz" else path)
         # order, name, time, value (NaN and Inf as the text reader casts them: store_stage
         # drops them), and the series the labels were interned as
         assert took is True and typed
