@@ -421,7 +421,10 @@ def test_typed_and_json_text_readers_stage_the_same(tmp_path):
         api([matrix("vllm:generation_tokens_total", {**GLM, "pod": "a"}, [(T0, 1), (T0 + 15.25, 2.5), (T0 + 30, "NaN")]),
              matrix("up", {"pod": "a", "instance": "10.0.0.5:8000"}, [(T0, 1)]),
              matrix("vllm:num_requests_running", {**GLM, "pod": "a"}, []),
-             {"metric": {"pod": "b"}, "values": [[T0, "+Inf"]]}]),  # no __name__ (an expression)
+             {"metric": {"pod": "b"}, "values": [[T0, "+Inf"]]},  # no __name__ (an expression)
+             {"metric": {"__name__": "up", "pod": "d"},
+              "values": [[T0, "-Inf"], [T0 + 1, "1e3"], [T0 + 2, " 7"], [T0 + 3, "-0"], [T0 + 4, "0.1"],
+                         [T0 + 5.123456789, "3"], [str(T0 + 6), "1"], [1.8e9 + 7, "2"]]}]),
         [api([matrix("up", {"pod": "a"}, [(T0, 1)])]), api([], kind="vector"),
          api([{"metric": {"__name__": "up", "pod": "c"}, "value": [T0 + 0.5, "0"]}], kind="vector")],
     ]
