@@ -345,6 +345,28 @@ def test_a_point_with_two_values_keeps_the_first_loaded(tmp_path, con):
     assert stored(con) == [("up", "p1", None, T0, 1.0)]
 
 
+@pytest.mark.parametrize("packed", [True, False])
+def test_the_first_point_wins_with_the_packed_order_or_without(tmp_path, packed, monkeypatch):
+    """store_stage orders a point's copies by one HUGEINT when the numbers fit, else by
+    (input, position, row): the same copy wins either way, within a file and across files."""
+    import analyzer.metrics.stage as stage
+
+    if not packed:
+        monkeypatch.setattr(stage, "_ROWS", 0)  # no stage row id fits: the (src, ord, rowid) struct
+    (tmp_path / "a.csv").write_text(f"timestamp,metric,labels,value\n{T0},up,pod=p1,3\n{T0},up,pod=p1,4\n"
+                                    f"{T0 + 15},up,pod=p1,5\n")
+    (tmp_path / "b.json").write_text(json.dumps([api([matrix("up", {"pod": "p1"}, [(T0 + 15, 6), (T0 + 30, 7)])]),
+                                                 api([matrix("up", {"pod": "p1"}, [(T0 + 30, 8), (T0 + 45, 9)])])]))
+    (tmp_path / "c.jsonl").write_text(json.dumps(api([matrix("up", {"pod": "p1"}, [(T0 + 45, 10), (T0 + 60, 11)])])))
+    con = connect(tmp_path / f"{packed}.duckdb")
+    try:
+        report = load_metrics(con, [str(tmp_path / n) for n in ("a.csv", "b.json", "c.jsonl")])
+        assert report.duplicates == 4
+        assert [r[4] for r in stored(con)] == [3.0, 5.0, 7.0, 9.0, 11.0]
+    finally:
+        con.close()
+
+
 def test_a_bad_file_leaves_the_database_as_it_was(tmp_path, con):
     good = tmp_path / "a.csv"
     good.write_text(f"timestamp,metric,labels,value\n{T0},up,pod=p1,1\n")
