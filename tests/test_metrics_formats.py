@@ -345,6 +345,28 @@ def test_a_point_with_two_values_keeps_the_first_loaded(tmp_path, con):
     assert stored(con) == [("up", "p1", None, T0, 1.0)]
 
 
+@pytest.mark.parametrize("packed", [True, False])
+def test_the_first_point_wins_with_the_packed_order_or_without(tmp_path, packed, monkeypatch):
+    """store_stage orders a point's copies by one HUGEINT when the numbers fit, else by
+    (input, position, row): the same copy wins either way, within a file and across files."""
+    import analyzer.metrics.stage as stage
+
+    if not packed:
+        monkeypatch.setattr(stage, "_ROWS", 0)  # no stage row id fits: the (src, ord, rowid) struct
+    (tmp_path / "a.csv").write_text(f"timestamp,metric,labels,value\n{T0},up,pod=p1,3\n{T0},up,pod=p1,4\n"
+                                    f"{T0 + 15},up,pod=p1,5\n")
+    (tmp_path / "b.json").write_text(json.dumps([api([matrix("up", {"pod": "p1"}, [(T0 + 15, 6), (T0 + 30, 7)])]),
+                                                 api([matrix("up", {"pod": "p1"}, [(T0 + 30, 8), (T0 + 45, 9)])])]))
+    (tmp_path / "c.jsonl").write_text(json.dumps(api([matrix("up", {"pod": "p1"}, [(T0 + 45, 10), (T0 + 60, 11)])])))
+    con = connect(tmp_path / f"{packed}.duckdb")
+    try:
+        report = load_metrics(con, [str(tmp_path / n) for n in ("a.csv", "b.json", "c.jsonl")])
+        assert report.duplicates == 4
+        assert [r[4] for r in stored(con)] == [3.0, 5.0, 7.0, 9.0, 11.0]
+    finally:
+        con.close()
+
+
 def test_a_bad_file_leaves_the_database_as_it_was(tmp_path, con):
     good = tmp_path / "a.csv"
     good.write_text(f"timestamp,metric,labels,value\n{T0},up,pod=p1,1\n")
@@ -408,3 +430,58 @@ def test_parse_model_map():
         # the library speaks of its parameter; `analyze --model-map` names the option (tests/test_commands.py)
         assert err.value.exit_code == ExitCode.USAGE and err.value.param == "model_map"
         assert "LOG_MODEL=METRIC_MODEL_NAME" in str(err.value) and "--" not in str(err.value)
+
+
+def test_typed_and_json_text_readers_stage_the_same(tmp_path):
+    """query_range/query JSON goes through read_json into typed lists; the JSON-text reader
+    (read_json_objects) stays for other shapes. On the shapes both take, they stage the
+    same points and interned labels; on the others the typed one stands aside."""
+    from analyzer.metrics.readers import _stage_json_objects, _stage_json_typed
+    from analyzer.metrics.stage import LABELS, STAGE, Series, close_stage, open_stage
+
+    usual = [
+        api([matrix("vllm:generation_tokens_total", {**GLM, "pod": "a"}, [(T0, 1), (T0 + 15.25, 2.5), (T0 + 30, "NaN")]),
+             matrix("up", {"pod": "a", "instance": "10.0.0.5:8000"}, [(T0, 1)]),
+             matrix("vllm:num_requests_running", {**GLM, "pod": "a"}, []),
+             {"metric": {"pod": "b"}, "values": [[T0, "+Inf"]]},  # no __name__ (an expression)
+             {"metric": {"__name__": "up", "pod": "d"},
+              "values": [[T0, "-Inf"], [T0 + 1, "1e3"], [T0 + 2, " 7"], [T0 + 3, "-0"], [T0 + 4, "0.1"],
+                         [T0 + 5.123456789, "3"], [str(T0 + 6), "1"], [1.8e9 + 7, "2"]]}]),
+        [api([matrix("up", {"pod": "a"}, [(T0, 1)])]), api([], kind="vector"),
+         api([{"metric": {"__name__": "up", "pod": "c"}, "value": [T0 + 0.5, "0"]}], kind="vector")],
+    ]
+    odd = [[api([matrix("up", {"pod": "a"}, [(T0, 1)])]), {"resultType": "matrix", "result": []}],  # bare data
+           api([1, 2]),  # result entries that are not series
+           {"status": "success", "data": {"resultType": "matrix", "result": {"up": 1}}}]
+
+    def staged(reader, path):
+        scratch = open_stage()
+        try:
+            series = Series()
+            took = reader(scratch, path, series)
+            points = scratch.execute(f"""SELECT s.ord, s.metric, s.ts_us, s.value, l.sid FROM {STAGE} s
+                                         LEFT JOIN {LABELS} l USING (label_key) ORDER BY s.ord""").fetchall()
+            labels = {sid: (canonical, pod) for sid, canonical, pod, *_ in series.rows}
+            return took, [(o, m, t, v, labels.get(sid)) for o, m, t, v, sid in points]
+        finally:
+            close_stage(scratch)
+
+    paths = []
+    for i, doc in enumerate(usual):
+        paths.append(tmp_path / f"usual-{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    paths.append(tmp_path / "usual.json.gz")  # gzipped: read_json's bound from the gzip trailer
+    paths[-1].write_bytes(gzip.compress(json.dumps(usual[0]).encode()))
+    for path in paths:
+        took, typed = staged(_stage_json_typed, path)
+        # (the JSON-text reader's bound for a gzipped file exceeds the scratch memory: the plain one)
+        _none, text = staged(_stage_json_objects, paths[0] if path.suffix == ".gz" else path)
+        # order, name, time, value (NaN and Inf as the text reader casts them: store_stage
+        # drops them), and the series the labels were interned as
+        assert took is True and typed
+        assert [(o, m, t, str(v), lab) for o, m, t, v, lab in typed] == \
+            [(o, m, t, str(v), lab) for o, m, t, v, lab in text]
+    for i, doc in enumerate(odd):
+        path = tmp_path / f"odd-{i}.json"
+        path.write_text(json.dumps(doc))
+        assert staged(_stage_json_typed, path) == (False, [])

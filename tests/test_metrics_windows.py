@@ -475,3 +475,29 @@ def test_episodes_filter_like_the_summary(tmp_path, con):
     assert len(wedged_episodes(con, since=T0.replace(tzinfo=None) + timedelta(minutes=12))) == 1  # overlaps
     assert wedged_episodes(con, since=T0.replace(tzinfo=None) + timedelta(minutes=13)) == []
     assert wedged_episodes(con, until=T0.replace(tzinfo=None) + timedelta(minutes=7)) == []
+
+
+def test_a_single_series_timeline_is_the_merged_one():
+    """One engine's counter takes a shortcut in the rule: it must see what merging series sees.
+
+    A unit of two identical series goes through the merge of instants; one series
+    (strictly increasing instants) through the shortcut; a series that repeats an
+    instant falls back to the merge. All three agree on every change and gap.
+    """
+    from analyzer.metrics.windows import _GAP, _INC, _RESET, _timeline
+
+    rng = random.Random(7)
+    seen = set()
+    for _ in range(500):
+        t, series = 0, []
+        for _ in range(rng.randint(0, 40)):
+            t += rng.choice([1, 5, 15, 16, 40, 301])
+            series.append((t, float(rng.choice([0, 3, 3, 4, 9]))))
+        w_us = rng.choice([15, 30, 300])
+        times, changes = _timeline([series], w_us)
+        assert (times, changes) == _timeline([series, list(series)], w_us)
+        if series:
+            repeated = series + [series[-1]]
+            assert _timeline([repeated], w_us) == _timeline([repeated, list(repeated)], w_us)
+        seen.update(changes)
+    assert {_GAP, _INC, _RESET} <= seen  # the draws reached every kind of change

@@ -2,8 +2,10 @@
 
 - CSV goes through ``read_csv`` (typed in SQL: epoch seconds or milliseconds, ISO
   8601, values with NaN/Inf spellings);
-- Prometheus API JSON through ``read_json_objects`` (one response, a list of
-  them, or JSONL), its matrix and vector results unnested in SQL;
+- Prometheus API JSON (one response, a list of them, or JSONL) through
+  ``read_json`` into typed lists when its documents are success responses of
+  matrix or vector results, else through ``read_json_objects`` as JSON text;
+  either way its results are unnested in SQL;
 - text scrapes of :data:`STREAM_BYTES` or more (a week of federated or dumped
   samples reaches a gigabyte) stream through ``read_csv`` as a line reader:
   only the lines of kept metrics are held, so memory does not grow with the
@@ -194,12 +196,129 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
 # Prometheus API JSON
 
 
-def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
-    comp = _compression(path)
+# A query_range/query answer as DuckDB types it: the series' labels stay JSON text
+# (any names), a point is [time, "value"] as text (cast below, as from_json would).
+_RESULT = 'STRUCT(metric JSON, "values" VARCHAR[][], "value" VARCHAR[])[]'
+_RESPONSE = {"status": "VARCHAR", "data": f"STRUCT(resultType VARCHAR, result {_RESULT})"}
+_JSON_DOCS = "_metric_json_docs"
+_JSON_SERIES = "_metric_json_series"
+
+
+def _series_labels(text: str) -> dict[str, str]:
+    """A series' ``metric`` object (JSON text) as labels."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError(f"series labels are not an object: {text[:80]}")
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def _json_bound(path: Path, comp: str) -> int:
     bound = _GZIP_JSON_OBJECT if comp == "gzip" else path.stat().st_size + 1024
+    return min(bound, _MAX_JSON_OBJECT)
+
+
+def _typed_json_bound(path: Path, comp: str) -> int:
+    """:func:`_json_bound` for ``read_json``, which allocates twice its bound up front:
+    a gzipped file's own inflated size (its trailer), not the generous bound. A
+    trailer that says too little (several gzip members) makes the typed read fail,
+    and the JSON-text reader takes the file."""
+    if comp != "gzip":
+        return _json_bound(path, comp)
+    with path.open("rb") as f:
+        f.seek(-4, 2)
+        inflated = int.from_bytes(f.read(4), "little")  # ISIZE: the size mod 2**32
+    return min(inflated + 1024, _GZIP_JSON_OBJECT)
+
+
+def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
+    """Stage a Prometheus API JSON file.
+
+    The usual file (success responses whose ``data`` is a matrix or vector) is
+    read once by ``read_json`` into typed lists, and its points are staged with
+    a short key per series (``d:i``) whose label text is parsed once. Anything
+    else (bare ``data``, other shapes, types ``read_json`` refuses) goes through
+    :func:`_stage_json_objects`, which reads JSON text as before; it and the
+    Python parser behind it decide what such a file means.
+    """
+    if not _stage_json_typed(con, path, series):
+        _stage_json_objects(con, path, series)
+
+
+def _stage_json_typed(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> bool:
+    """The typed read of :func:`_stage_json`; False (nothing staged) when the file is not of the usual shape."""
+    comp = _compression(path)
+    try:
+        try:
+            # Materialized once: the checks, the series and the points read it, not the file.
+            con.execute(f"""
+                CREATE OR REPLACE TEMP TABLE {_JSON_DOCS} AS
+                SELECT row_number() OVER () AS d, status, data
+                FROM read_json($path, columns = $columns, format = 'auto',
+                               maximum_object_size = {_typed_json_bound(path, comp)}, compression = $comp)
+                """, {"path": str(path), "columns": _RESPONSE, "comp": comp})
+            usual = con.execute(f"""
+                SELECT count(*) = 0 FROM {_JSON_DOCS}
+                WHERE coalesce(status, 'success') <> 'success' OR data IS NULL
+                   OR coalesce(data.resultType, '') NOT IN ('matrix', 'vector')
+                """).fetchall()[0][0]
+            if not usual:
+                return False
+            # Each series once: its key, label text, name and how many points it stages.
+            con.execute(f"""
+                CREATE OR REPLACE TEMP TABLE {_JSON_SERIES} AS
+                SELECT d::VARCHAR || ':' || i AS k, coalesce(s.metric, '{{}}')::VARCHAR AS labels,
+                       coalesce(s.metric ->> '__name__', '') AS name,
+                       CASE WHEN kind = 'matrix' THEN len(coalesce(s."values", []))
+                            WHEN s."value" IS NULL THEN 0 ELSE 1 END AS points
+                FROM (SELECT d, data.resultType AS kind, unnest(data.result) AS s,
+                             generate_subscripts(data.result, 1) AS i
+                      FROM {_JSON_DOCS})
+                """)
+            # The same points, names, times and values as _stage_json_objects stages.
+            con.execute(f"""
+                INSERT INTO {STAGE} {STAGE_COLUMNS}
+                WITH series AS (
+                    SELECT d, data.resultType AS kind, unnest(data.result) AS s,
+                           generate_subscripts(data.result, 1) AS i
+                    FROM {_JSON_DOCS}
+                ), points AS (
+                    SELECT d, i, name, unnest(pts) AS p, generate_subscripts(pts, 1) AS j
+                    FROM (SELECT d, i, coalesce(s.metric ->> '__name__', '') AS name,
+                                 CASE WHEN kind = 'matrix' THEN coalesce(s."values", [])
+                                      WHEN s."value" IS NULL THEN []
+                                      ELSE [s."value"] END AS pts
+                          FROM series)
+                )
+                SELECT (d::BIGINT << 42) + (i::BIGINT << 21) + j, name, d::VARCHAR || ':' || i,
+                       round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
+                FROM points
+                """)
+        except duckdb.Error:  # a statement that fails stages nothing: the JSON-text reader decides
+            return False
+        bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
+                          ).fetchall()[0][0]
+        if bad:
+            raise _Fallback
+        # The series of kept metrics with points: the keys the stage holds for them.
+        labels = dict(con.execute(f"""
+            SELECT k, labels FROM {_JSON_SERIES}
+            WHERE points > 0 AND name IN (SELECT spelling FROM {NAMES}) ORDER BY k""").fetchall())
+        try:
+            intern_labels(con, lambda key: _series_labels(labels[key]), series=series, keys=list(labels))
+        except ValueError as exc:
+            raise _Fallback from exc
+        return True
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_JSON_DOCS}")
+        con.execute(f"DROP TABLE IF EXISTS {_JSON_SERIES}")
+
+
+def _stage_json_objects(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
+    """Any JSON file: each document read as JSON text, its shape checked in SQL (see :func:`_stage_json`)."""
+    comp = _compression(path)
     docs = f"""
         SELECT row_number() OVER () AS d, coalesce(json -> 'data', json) AS data, json ->> 'status' AS status
-        FROM read_json_objects($path, format = 'auto', maximum_object_size = {min(bound, _MAX_JSON_OBJECT)},
+        FROM read_json_objects($path, format = 'auto', maximum_object_size = {_json_bound(path, comp)},
                                compression = $comp)
     """
     params = {"path": str(path), "comp": comp}
@@ -244,14 +363,8 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
     if bad:
         raise _Fallback
 
-    def parse(key: str) -> dict[str, str]:
-        doc = json.loads(key)
-        if not isinstance(doc, dict):
-            raise ValueError(f"series labels are not an object: {key[:80]}")
-        return {str(k): str(v) for k, v in doc.items()}
-
     try:
-        intern_labels(con, parse, series=series)
+        intern_labels(con, _series_labels, series=series)
     except ValueError as exc:
         raise _Fallback from exc
 

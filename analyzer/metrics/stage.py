@@ -98,6 +98,9 @@ def close_stage(scratch: duckdb.DuckDBPyConnection) -> None:
     shutil.rmtree(spill, ignore_errors=True)
 
 
+# Stage row ids below this fit the packed order of store_stage.
+_ROWS = 2**32
+
 #: The columns a reader fills (``src`` is set by :func:`seal_input`).
 STAGE_COLUMNS = "(ord, metric, label_key, ts_us, value)"
 
@@ -151,19 +154,22 @@ def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample])
 
 
 def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]],
-                  fallback_pod: str | None = None, series: Series | None = None) -> Series:
+                  fallback_pod: str | None = None, series: Series | None = None,
+                  keys: list[str] | None = None) -> Series:
     """Parse each distinct ``label_key`` of the kept samples once; map it to its series id.
 
     Two spellings of one label set (JSON and ``k=v``) are one series. Returns
-    ``series`` (a new one when None) with the series added.
+    ``series`` (a new one when None) with the series added. ``keys``: those
+    distinct keys when the reader knows them already (else the stage is read).
 
     Raises:
         ValueError: (from ``parse``) a label set that does not parse.
     """
     series = series if series is not None else Series()
-    keys = [k for (k,) in scratch.execute(
-        f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric WHERE s.src IS NULL"
-    ).fetchall()]
+    if keys is None:
+        keys = [k for (k,) in scratch.execute(
+            f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric WHERE s.src IS NULL"
+        ).fetchall()]
     rows = []
     for key in keys:
         labels = parse(key)
@@ -192,10 +198,11 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     """
     import pyarrow as pa
 
-    read, other, non_finite, lo, hi = scratch.execute(f"""
+    read, other, non_finite, lo, hi, packable = scratch.execute(f"""
         SELECT count(*), count(*) FILTER (WHERE n.mid IS NULL),
                count(*) FILTER (WHERE n.mid IS NOT NULL AND NOT isfinite(s.value)),
-               min(s.ts_us) FILTER (WHERE n.mid IS NOT NULL), max(s.ts_us) FILTER (WHERE n.mid IS NOT NULL)
+               min(s.ts_us) FILTER (WHERE n.mid IS NOT NULL), max(s.ts_us) FILTER (WHERE n.mid IS NOT NULL),
+               count(s.ord) = count(*) AND coalesce(min(s.src) >= 0 AND min(s.ord) >= 0 AND max(s.rowid) < {_ROWS}, true)
         FROM {STAGE} s LEFT JOIN {NAMES} n ON n.spelling = s.metric""").fetchall()[0]
     kept = read - other - non_finite
     if not kept:
@@ -204,10 +211,15 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     # NaN says nothing about whether a counter moved (and is Prometheus' staleness
     # marker); infinities neither. One value per series and instant: the first input
     # wins, within an input the first point in order: `ord`, then the stage's row
-    # order (insertion order is kept, and CSV rows all have ord 0).
+    # order (insertion order is kept, and CSV rows all have ord 0). That order as one
+    # HUGEINT when the numbers fit (src 31 bits, ord 63, rowid 32: always, short of four
+    # billion staged rows): the same minimum as the (src, ord, rowid) struct, and a
+    # third of the aggregation's time on a week of samples.
+    first = ("(st.src::HUGEINT << 96) + (st.ord::HUGEINT << 32) + st.rowid" if packable
+             else "(st.src, st.ord, st.rowid)")
     scratch.execute(f"""
         CREATE OR REPLACE TABLE {FINAL} AS
-        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, (st.src, st.ord, st.rowid)) AS value,
+        SELECT n.mid, l.sid, st.ts_us, arg_min(st.value, {first}) AS value,
                min(st.src) AS src
         FROM {STAGE} st
         JOIN {NAMES} n ON n.spelling = st.metric

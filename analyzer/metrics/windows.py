@@ -144,6 +144,26 @@ def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list,
     return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
 
 
+def _grouped(con, with_sql: str, points: str, keys: str, params: dict) -> dict[tuple, tuple[list, ...]]:
+    """Lists per key from flat rows: -> {key: (list, ...)}, each list sorted by time.
+
+    ``with_sql + points`` returns a group number ``k`` then value columns, one row
+    per instant, ordered by ``k`` then time; ``with_sql + keys`` returns each ``k``
+    with its key columns, ordered by ``k``. The flat columns cross to Python
+    through Arrow and each key's lists are slices of them: a week of samples is
+    sorted once, never aggregated into lists in SQL nor walked as row tuples.
+    """
+    table = con.sql(with_sql + points, params=params).to_arrow_table()
+    ks = table.column(0).to_pylist()
+    cols = [c.to_pylist() for c in table.columns[1:]]
+    out = {}
+    for k, *key in con.execute(with_sql + keys, params).fetchall():
+        lo, hi = bisect.bisect_left(ks, k), bisect.bisect_right(ks, k)
+        if hi > lo:  # a group with no point is not listed (as an inner join would not)
+            out[tuple(key)] = tuple(c[lo:hi] for c in cols)
+    return out
+
+
 # The loaders read metric_points (series number, time, value) joined to the few
 # series of the metric asked (metric_series), grouped by small integer keys the
 # series get in SQL (`k`): no label text is read per point. `_LIVE` keeps series
@@ -153,19 +173,17 @@ _LIVE = "series_id IN (SELECT DISTINCT series_id FROM metric_points)"
 
 def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
     """{unit: [series sorted by time, ...]} for the generation counter."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, labels::VARCHAR AS labels,
                    min(series_id) OVER (PARTITION BY pod, model_name, labels::VARCHAR) AS k
             FROM metric_series WHERE metric = $m AND model_name IS NOT NULL
-        ), g AS (
-            SELECT s.k, list(epoch_us(p.ts) ORDER BY p.ts) AS t, list(p.value ORDER BY p.ts) AS v
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k
-        )
-        SELECT s.pod, s.model_name, s.labels, g.t, g.v FROM g JOIN s ON s.series_id = g.k
-        """, {"m": GENERATION_TOKENS}, 3)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, p.value AS v
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        ORDER BY s.k, p.ts""", """
+        SELECT k, pod, model_name, labels FROM s WHERE series_id = k ORDER BY k""", {"m": GENERATION_TOKENS})
     out: dict[Unit, list] = defaultdict(list)
     for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
             kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
@@ -175,18 +193,17 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
 
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k
             FROM metric_series WHERE list_contains($metrics, metric) AND model_name IS NOT NULL
-        ), i AS (
-            SELECT s.k, epoch_us(p.ts) AS t, max(p.value) > 0 AS busy
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k, p.ts
-        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(busy ORDER BY t) AS busy FROM i GROUP BY k)
-        SELECT u.pod, u.model_name, g.t, g.busy FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
-        """, {"metrics": list(DEMAND_METRICS)}, 2)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, max(p.value) > 0 AS busy
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        GROUP BY s.k, p.ts
+        ORDER BY s.k, p.ts""", """
+        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"metrics": list(DEMAND_METRICS)})
     return {unit: (times, flags) for unit, (times, flags) in found.items()}
 
 
@@ -202,20 +219,18 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
             f"SELECT DISTINCT pod, instance, job FROM metric_series WHERE metric <> $m AND {_LIVE}",
             {"m": UP}).fetchall():
         targets[pod].add((instance, job))
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, instance, job,
                    dense_rank() OVER (ORDER BY pod NULLS FIRST, instance NULLS FIRST, job NULLS FIRST) AS k
             FROM metric_series WHERE metric = $m
-        ), i AS (
-            SELECT s.k, epoch_us(p.ts) AS t, min(p.value) AS v
-            FROM metric_points p JOIN s ON s.series_id = p.series_id
-            WHERE isfinite(p.value)
-            GROUP BY s.k, p.ts
-        ), g AS (SELECT k, list(t ORDER BY t) AS t, list(v ORDER BY t) AS v FROM i GROUP BY k)
-        SELECT u.pod, u.instance, u.job, g.t, g.v
-        FROM g JOIN (SELECT DISTINCT k, pod, instance, job FROM s) u ON u.k = g.k
-        """, {"m": UP}, 3)
+        )""", """
+        SELECT s.k, epoch_us(p.ts) AS t, min(p.value) AS v
+        FROM metric_points p JOIN s ON s.series_id = p.series_id
+        WHERE isfinite(p.value)
+        GROUP BY s.k, p.ts
+        ORDER BY s.k, p.ts""", """
+        SELECT DISTINCT k, pod, instance, job FROM s ORDER BY k""", {"m": UP})
     by_pod: dict = defaultdict(dict)
     for (pod, instance, job), (times, values) in found.items():
         by_pod[pod][(instance, job)] = (times, values)
@@ -244,7 +259,7 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
 
 def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
     """{unit: [(instant, asleep)] sorted}: a unit sleeps at an instant when all its engines do."""
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k,
                    coalesce(labels ->> 'engine', labels ->> 'engine_id', '') AS engine,
@@ -260,10 +275,9 @@ def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
             FROM metric_points p JOIN s ON s.series_id = p.series_id
             WHERE isfinite(p.value)
             GROUP BY s.k, p.ts, s.engine
-        ), i AS (SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts),
-        g AS (SELECT k, list(t ORDER BY t) AS t, list(asleep ORDER BY t) AS asleep FROM i GROUP BY k)
-        SELECT u.pod, u.model_name, g.t, g.asleep FROM g JOIN (SELECT DISTINCT k, pod, model_name FROM s) u ON u.k = g.k
-        """, {"m": SLEEP_STATE}, 2)
+        )""", """
+        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""", """
+        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"m": SLEEP_STATE})
     return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
@@ -282,14 +296,14 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
     if not pods:
         return {}
     named = [p for p in pods if p is not None]
-    found = _lists(con, """
+    found = _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, dense_rank() OVER (ORDER BY pod NULLS FIRST) AS k FROM metric_series
             WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
-        ), i AS (SELECT DISTINCT s.k, p.ts FROM metric_points p JOIN s ON s.series_id = p.series_id),
-        g AS (SELECT k, list(epoch_us(ts) ORDER BY ts) AS t FROM i GROUP BY k)
-        SELECT u.pod, g.t FROM g JOIN (SELECT DISTINCT k, pod FROM s) u ON u.k = g.k
-        """, {"pods": named, "with_null": None in pods}, 1)
+        )""", """
+        SELECT DISTINCT s.k, epoch_us(p.ts) AS t FROM metric_points p JOIN s ON s.series_id = p.series_id
+        ORDER BY s.k, t""", """
+        SELECT DISTINCT k, pod FROM s ORDER BY k""", {"pods": named, "with_null": None in pods})
     return {k[0]: v[0] for k, v in found.items()}
 
 
@@ -312,6 +326,10 @@ def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
 
 def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[list[int], list[int]]:
     """The unit's observation instants and the change each one shows (``_FLAT`` ...)."""
+    if len(series_list) == 1:  # one engine (the usual unit): no instants to merge
+        one = _single_timeline(series_list[0], w_us)
+        if one is not None:
+            return one
     status: dict[int, int] = {}
     for series in series_list:
         prev_t, prev_v = None, None
@@ -333,6 +351,33 @@ def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[li
     for i in range(1, len(times)):
         if times[i] - times[i - 1] > w_us:
             changes[i] = max(changes[i], _GAP)
+    return times, changes
+
+
+def _single_timeline(series: list[tuple[int, float]], w_us: int) -> tuple[list[int], list[int]] | None:
+    """:func:`_timeline` of one series whose instants strictly increase (else None).
+
+    Each instant is then observed once, and a hole longer than ``W`` is already a
+    gap at the sample after it, so the merging and the second pass add nothing.
+    """
+    times = [t for t, _v in series]
+    if any(b <= a for a, b in zip(times, times[1:])):
+        return None
+    changes = []
+    prev_t = prev_v = None
+    for t, v in series:
+        if prev_t is None:
+            s = _FLAT
+        elif t - prev_t > w_us:
+            s = _GAP
+        elif v > prev_v:
+            s = _INC
+        elif v < prev_v:
+            s = _RESET
+        else:
+            s = _FLAT
+        changes.append(s)
+        prev_t, prev_v = t, v
     return times, changes
 
 
@@ -430,9 +475,12 @@ def _log_demand(requests: list[int], other_increases: list[int], w_us: int) -> l
     """Logged requests that count as demand for this pod (see the module docstring)."""
     if not other_increases:
         return requests
+    # _first_in(other_increases, t, t + w_us) is None, inlined: a week has a request every few seconds
+    bisect_left, n = bisect.bisect_left, len(other_increases)
     out = []
     for t in requests:
-        if _first_in(other_increases, t, t + w_us) is None:
+        i = bisect_left(other_increases, t)
+        if i == n or other_increases[i] > t + w_us:
             out.append(t)
     return out
 
