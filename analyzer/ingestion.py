@@ -117,8 +117,6 @@ _STORES = max(1, int(os.environ.get("ANALYZER_STORES", 1)))
 # ahead holds about one typical batch more, never two of the biggest.
 _IN_FLIGHT = max(_STORES, 2)
 _FLIGHT_BYTES = max(BATCH_BYTES, int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024)))
-# Reading ahead is not worth it into less room than this: the batch in flight is finished first.
-_MIN_AHEAD_BYTES = BATCH_BYTES // 4
 # DuckDB threads while ingesting ($ANALYZER_STORE_THREADS; 0: DuckDB's own number).
 # One: an INSERT on two threads leaves two part row groups that are copied and
 # compressed again at its end (measured: more CPU, no less time); the store
@@ -850,7 +848,11 @@ class _Ingest:
         )
         sealed.future = self._pool().submit(self._store, sealed)
         self.inflight.append(sealed)
-        while self.inflight and (len(self.inflight) >= _IN_FLIGHT or self._room() < _MIN_AHEAD_BYTES):
+        # Read ahead only into room for a whole row group of lines like these: a batch
+        # of fewer rows is not written as its own row groups but appended row by row
+        # through the WAL at commit, then checkpointed (measured: seconds a batch).
+        whole = min(BATCH_BYTES, int(1.1 * BATCH_LINES * sealed.nbytes / max(1, len(sealed.table))))
+        while self.inflight and (len(self.inflight) >= _IN_FLIGHT or self._room() < whole):
             self._finish(self.inflight.popleft())
         self.room = self._room()
 
