@@ -21,6 +21,12 @@ from typer.core import TyperArgument as _TyperArgument  # noqa: E402
 
 _TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
 
+# Plain option values (text, lists of text, paths) are coerced without pydantic:
+# importing it took a third of a re-run that finds nothing new (analyzer.cli_coercion).
+from .cli_coercion import install as _coerce_plain_values_without_pydantic  # noqa: E402
+
+_coerce_plain_values_without_pydantic()
+
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
