@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import AnalyzerError, ExitCode, InputError
 from ..safetext import terminal_text
+from .loading import modules_loading
 from .options import existing_db, naming
 
 # The library's parameters as `analyze run` spells them.
@@ -92,16 +93,17 @@ def run_main_job(
     ``wedge_window`` is for this run only unless ``save_wedge_window`` (see
     :mod:`analyzer.holdings`). Returns the summary dict.
     """
-    from ..db import connect
-    from ..holdings import changes, holdings, plan_wedge_window
-    from ..ingestion import ingest
-    from ..metrics import parse_duration
-    from ..metrics.progress import metrics_progress
-    from ..pipeline import load_run_metrics, summarize_stored
-    from ..sources import discover_inputs
-    from ..summary import parse_range
-    from ..terminal import byte_progress, print_ingest_diagnostics, warn
-    from ..turns import refresh_turns
+    with modules_loading():
+        from ..db import connect
+        from ..holdings import changes, holdings, plan_wedge_window
+        from ..ingestion import ingest
+        from ..metrics import parse_duration
+        from ..metrics.progress import metrics_progress
+        from ..pipeline import load_run_metrics, summarize_stored
+        from ..sources import discover_inputs
+        from ..summary import parse_range
+        from ..terminal import byte_progress, print_ingest_diagnostics, warn
+        from ..turns import refresh_turns
 
     since_dt, until_dt = parse_range(since, until)
     # a bad value fails before any work
