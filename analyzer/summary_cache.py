@@ -22,9 +22,10 @@ from .db import transaction
 
 # One aggregate per row, in one statement: as scalar subqueries of one SELECT
 # DuckDB ran them three times slower (planned as a chain of cross joins).
+# (BIGINT per row, HUGEINT in the sum: as analyzer.turns' records signature.)
 _STATE = """
 SELECT part, value FROM (
-    SELECT 1 AS part, (SELECT concat_ws(',', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0))
+    SELECT 1 AS part, (SELECT concat_ws(',', count(*), coalesce(sum(file_id::BIGINT * 1000003 + line_no), 0))
                        FROM records) AS value
     UNION ALL SELECT 2, (SELECT count(*) FROM turns)::VARCHAR
     UNION ALL SELECT 3, (SELECT coalesce(md5(string_agg(concat_ws(',', pod, model_name, kind, start_ts, end_ts, detail),
