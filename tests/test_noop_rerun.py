@@ -87,3 +87,17 @@ def test_the_rerun_prints_what_a_fresh_summary_prints(tmp_path):
     plain, _ = _run(tmp_path, "--db", db)
     assert table.returncode == 0 and "this run ingested 0 file(s) (4 unchanged)" in table.stdout
     assert [ln for ln in table.stdout.splitlines() if not ln.startswith("this run ingested")] == plain.stdout.splitlines()
+
+
+def test_a_rerun_that_finds_a_new_chunk_says_what_the_database_holds_now(tmp_path):
+    """The re-run's 'what the database holds' is taken again as soon as a file was read."""
+    logs, db = _chunks(tmp_path / "s3"), str(tmp_path / "a.duckdb")
+    first, _ = _run(tmp_path, str(logs), "--db", db, "--json")
+    later = logs / "2026-11-18" / "09-00-00-proxy-1-0000000a.jsonl"
+    write_jsonl(later, [request("e00000ff", at(2 * 24 * 60), session="s9"),
+                        response_ok("e00000ff", at(2 * 24 * 60 + 0.1), content="ok", session="s9")])
+    again, _ = _run(tmp_path, str(logs), "--db", db, "--json")
+    before, after = json.loads(first.stdout)["database"], json.loads(again.stdout)["database"]
+    assert (before["files"], after["files"]) == (4, 5) and after["records"] == before["records"] + 2
+    assert [p["first_day"] for p in after["periods"]] == ["2026-11-16", "2026-11-18"]
+    assert any("a period apart" in n for n in json.loads(again.stdout)["notes"])

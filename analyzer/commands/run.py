@@ -145,7 +145,11 @@ def run_main_job(
             for warning in load.warnings:
                 warn(warning)  # pod names are log text
         refresh_turns(con, caller_deadline_s=caller_deadline_s)
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w)
+        # Every file known and unchanged (none read), no metrics loaded, no windows
+        # stored: what the database holds is what it held before the run.
+        unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
+        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
+                                   database=before if unchanged else None)
         summary["ingest"] = report.to_dict()
         summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
         summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
