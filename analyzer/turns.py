@@ -121,6 +121,9 @@ def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -
         con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
                     [CALLER_DEADLINE, repr(check_caller_deadline(seconds))])
     else:
+        stored = con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()
+        if stored:  # read first: a run that keeps the stored deadline writes nothing
+            return float(stored[0][0])
         con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
                     [CALLER_DEADLINE, repr(float(DEFAULT_CALLER_DEADLINE_S))])
     return float(con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0])
