@@ -259,8 +259,18 @@ JOIN ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
 """
 
 
+# Whether any window appeared or vanished: two EXCEPTs over the (few) windows.
+_WINDOWS_CHANGED = """
+SELECT EXISTS (SELECT model_name, kind, start_ts, end_ts FROM pod_windows EXCEPT SELECT * FROM turns_windows)
+    OR EXISTS (SELECT * FROM turns_windows EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows)
+"""
+
+
 def _mark_window_changes(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(_WINDOW_CHANGES)
+    # The join with every turn only when some window changed: a re-run whose windows
+    # are as they were (every re-run that loads no metrics) need not read the turns.
+    if con.execute(_WINDOWS_CHANGED).fetchall()[0][0]:
+        con.execute(_WINDOW_CHANGES)
 
 
 # BIGINT per row (an INTEGER file id times 1000003 plus a line number cannot
