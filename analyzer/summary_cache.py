@@ -19,15 +19,14 @@ from typing import Any, Callable
 import duckdb
 
 from .db import transaction
+from .turns import records_signature as _records_of
 
-# One aggregate per row, in one statement: as scalar subqueries of one SELECT
-# DuckDB ran them three times slower (planned as a chain of cross joins).
-# (BIGINT per row, HUGEINT in the sum: as analyzer.turns' records signature.)
+# The records (analyzer.turns.records_signature), then one aggregate per row of
+# the other tables, in one statement: as scalar subqueries of one SELECT DuckDB
+# ran them three times slower (planned as a chain of cross joins).
 _STATE = """
 SELECT part, value FROM (
-    SELECT 1 AS part, (SELECT concat_ws(',', count(*), coalesce(sum(file_id::BIGINT * 1000003 + line_no), 0))
-                       FROM records) AS value
-    UNION ALL SELECT 2, (SELECT count(*) FROM turns)::VARCHAR
+    SELECT 2 AS part, (SELECT count(*) FROM turns)::VARCHAR AS value
     UNION ALL SELECT 3, (SELECT coalesce(md5(string_agg(concat_ws(',', pod, model_name, kind, start_ts, end_ts, detail),
                                                         ';' ORDER BY pod, model_name, kind, start_ts)), '')
                          FROM pod_windows)
@@ -59,17 +58,23 @@ def _code() -> str:
     return _code_hash
 
 
-def _key(con: duckdb.DuckDBPyConnection, filters: dict[str, Any]) -> str:
-    state = "|".join(str(value) for _, value in con.execute(_STATE).fetchall())
+def _key(con: duckdb.DuckDBPyConnection, filters: dict[str, Any], records: str | None) -> str:
+    if records is None:
+        records = _records_of(con)
+    state = "|".join([records, *(str(value) for _, value in con.execute(_STATE).fetchall())])
     return hashlib.md5(json.dumps([_code(), state, filters], default=str).encode()).hexdigest()
 
 
 def cached_summary(con: duckdb.DuckDBPyConnection, build: Callable[..., dict], *,
                    models: list[str] | None = None, since: datetime | None = None,
-                   until: datetime | None = None) -> dict:
-    """``build(con, models=..., since=..., until=...)``, or its stored result for the same state and filters."""
+                   until: datetime | None = None, records_signature: str | None = None) -> dict:
+    """``build(con, models=..., since=..., until=...)``, or its stored result for the same state and filters.
+
+    ``records_signature``: :func:`analyzer.turns.records_signature`, when the caller
+    has it from a refresh just done (else it is computed here).
+    """
     filters = {"models": models, "since": since, "until": until}
-    key = _key(con, filters)
+    key = _key(con, filters, records_signature)
     hit = con.execute("SELECT summary FROM summary_cache WHERE key = ?", [key]).fetchall()
     if hit:
         return json.loads(hit[0][0])

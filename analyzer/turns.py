@@ -41,6 +41,8 @@ class ClassifyReport:
     new_error_heads: int = 0
     new_feature_rows: int = 0
     rebuilt: str = "none"  # 'all' | 'incremental' | 'none'
+    #: :func:`records_signature` of the records the classification now matches
+    records_signature: str = ""
 
 
 
@@ -153,7 +155,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
     queries = _queries()
     sql_sig = _sql_signature(con, queries)
     known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
-    records_sig = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]
+    records_sig = report.records_signature = records_signature(con)
     n_dirty = con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]
     full = (force or known.get("turns_sql") != sql_sig
             or (known.get("records") != records_sig and not n_dirty))
@@ -281,6 +283,15 @@ SELECT concat_ws('|', count(*), coalesce(sum(file_id::BIGINT * 1000003 + line_no
 """
 
 
+def records_signature(con: duckdb.DuckDBPyConnection) -> str:
+    """The records as the classification knows them: their count and a sum over (file, line).
+
+    :func:`refresh_turns` returns it (``ClassifyReport.records_signature``) for
+    callers that key on the records too (the summary cache), so it is summed once.
+    """
+    return con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]
+
+
 def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
     """What a full rebuild depends on besides the records: the SQL, the model map, the settings."""
     mapping, settings = con.execute(
@@ -303,7 +314,7 @@ def is_current(con: duckdb.DuckDBPyConnection) -> bool:
         known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
         if known.get("turns_sql") != _sql_signature(con, _queries()):
             return False
-        if known.get("records") != con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]:
+        if known.get("records") != records_signature(con):
             return False
         if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
             return False

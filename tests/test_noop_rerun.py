@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from analyzer.db import connect
+from analyzer.ingestion import ingest
+from analyzer.summary_cache import cached_summary
+from analyzer.turns import records_signature, refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 
 NOT_NEEDED = ("pydantic", "rich", "asyncio", "pyarrow", "polars", "jinja2", "plotly")
@@ -101,3 +105,26 @@ def test_a_rerun_that_finds_a_new_chunk_says_what_the_database_holds_now(tmp_pat
     assert (before["files"], after["files"]) == (4, 5) and after["records"] == before["records"] + 2
     assert [p["first_day"] for p in after["periods"]] == ["2026-11-16", "2026-11-18"]
     assert any("a period apart" in n for n in json.loads(again.stdout)["notes"])
+
+
+def test_the_summary_cache_takes_the_refreshs_records_signature_for_its_own(tmp_path):
+    """A run sums the records once: the summary cache keys on the signature the refresh
+    returns, the very one it computes itself when not given it."""
+    con = connect(tmp_path / "a.duckdb")
+    try:
+        ingest(con, [str(_chunks(tmp_path / "s3"))])
+        classified = refresh_turns(con)
+        assert classified.records_signature == records_signature(con) != ""
+        builds = []
+
+        def build(con, **filters):
+            builds.append(filters)
+            return {"turns": 12}
+
+        assert cached_summary(con, build) == {"turns": 12} and len(builds) == 1
+        assert cached_summary(con, build, records_signature=classified.records_signature) == {"turns": 12}
+        assert len(builds) == 1  # the same key: a hit
+        cached_summary(con, build, records_signature=classified.records_signature + "0")
+        assert len(builds) == 2  # other records, another key
+    finally:
+        con.close()

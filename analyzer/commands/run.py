@@ -144,12 +144,13 @@ def run_main_job(
         for load in metric_loads:
             for warning in load.warnings:
                 warn(warning)  # pod names are log text
-        refresh_turns(con, caller_deadline_s=caller_deadline_s)
+        classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
         # Every file known and unchanged (none read), no metrics loaded, no windows
         # stored: what the database holds is what it held before the run.
         unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
         summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
-                                   database=before if unchanged else None)
+                                   database=before if unchanged else None,
+                                   records_signature=classified.records_signature)
         summary["ingest"] = report.to_dict()
         summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
         summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
@@ -200,8 +201,9 @@ def summary_from_database(
 
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
-        refresh_turns(con)
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w)
+        classified = refresh_turns(con)
+        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
+                                   records_signature=classified.records_signature)
     finally:
         con.close()
     _print(summary, json_out)
