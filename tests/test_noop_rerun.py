@@ -128,3 +128,31 @@ def test_the_summary_cache_takes_the_refreshs_records_signature_for_its_own(tmp_
         assert len(builds) == 2  # other records, another key
     finally:
         con.close()
+
+
+_LOADING = """
+import gc, json, sys
+from analyzer.commands.loading import modules_loading
+seen = []
+with modules_loading():
+    seen.append(gc.isenabled())
+    import statistics  # a module not loaded yet
+seen += [gc.isenabled(), gc.get_freeze_count() > 0]
+gc.unfreeze()
+with modules_loading():
+    import statistics  # loaded already: nothing new, nothing frozen
+seen.append(gc.get_freeze_count())
+gc.disable()
+with modules_loading():
+    pass
+seen.append(gc.isenabled())
+print(json.dumps(seen))
+"""
+
+
+def test_modules_load_while_the_collector_waits_and_are_frozen_once(tmp_path):
+    p = subprocess.run([sys.executable, "-c", _LOADING], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    paused, enabled_after, frozen, frozen_again, kept_off = json.loads(p.stdout)
+    assert (paused, enabled_after, frozen) == (False, True, True)
+    assert frozen_again == 0 and kept_off is False

@@ -12,6 +12,7 @@ objects the work itself makes. Garbage is still collected as before.
 from __future__ import annotations
 
 import gc
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -21,12 +22,16 @@ def modules_loading() -> Iterator[None]:
     """Import inside this block: no cyclic collection meanwhile, and what was made is frozen after.
 
     The collector's state is restored (a caller that had turned it off keeps it off).
+    Only a block that loaded some module freezes: called again in one process (a
+    test, a notebook), its imports are done and nothing is frozen.
     """
     enabled = gc.isenabled()
+    loaded = len(sys.modules)
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()  # all there is now lives until exit: never walked again
+        if len(sys.modules) > loaded:
+            gc.freeze()  # all there is now lives until exit: never walked again
         if enabled:
             gc.enable()
