@@ -11,15 +11,22 @@ import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
-import typer
-
+from .commands.loading import modules_loading
 from .errors import AnalyzerError, ExitCode
+
+with modules_loading():  # typer's objects live until exit: no collector walks over them
+    import typer
+    from typer.core import TyperArgument as _TyperArgument
 
 # Typer prints an argument's Python type beside its metavar (`FILES <list[str]>`);
 # the metavar and the help say it better.
-from typer.core import TyperArgument as _TyperArgument  # noqa: E402
-
 _TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+
+# Plain option values (text, lists of text, paths) are coerced without pydantic:
+# importing it took a third of a re-run that finds nothing new (analyzer.cli_coercion).
+from .cli_coercion import install as _coerce_plain_values_without_pydantic  # noqa: E402
+
+_coerce_plain_values_without_pydantic()
 
 app = typer.Typer(
     add_completion=False,

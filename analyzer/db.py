@@ -550,9 +550,12 @@ def check_ours(con: duckdb.DuckDBPyConnection, target: str) -> None:
     Raises:
         DatabaseError: tables but no ``_migrations``; or migrations this version does not know.
     """
+    # (duckdb_tables() and duckdb_views(): what information_schema.tables lists here,
+    # without its binding cost on a connection's first statement)
     tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables "
-        "WHERE table_catalog = current_database() AND table_schema = 'main'").fetchall()}
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' "
+        "UNION ALL SELECT view_name FROM duckdb_views() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal").fetchall()}
     if not tables:
         return
     if "_migrations" not in tables:

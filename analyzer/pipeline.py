@@ -17,12 +17,16 @@ from .summary_cache import cached_summary
 from .turns import refresh_turns
 
 
-def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None) -> dict:
+def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None,
+                     database: dict | None = None, records_signature: str | None = None) -> dict:
     """The summary of the database, with the ``--model`` patterns resolved and what it holds.
 
     With ``one_off_wedge_s`` the pod windows are recomputed with that wedge window
     for this summary only, in a transaction that is rolled back: the stored
-    windows (and what later commands see) stay as they were.
+    windows (and what later commands see) stay as they were. ``database`` is
+    :func:`analyzer.holdings.holdings` when the caller took it and nothing it
+    reads changed since (else it is taken here); ``records_signature`` is the one
+    of the refresh just done (:attr:`analyzer.turns.ClassifyReport.records_signature`).
     """
     from .db import discarded
     from .holdings import describe_seconds, stored_wedge_window
@@ -43,8 +47,9 @@ def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None
                      f"the database keeps its windows of {describe_seconds(stored or 300.0)} "
                      "(add --save-wedge-window to keep these)")
     else:  # a re-run that changed nothing prints the stored summary (analyzer.summary_cache)
-        summary = cached_summary(con, build_summary, models=chosen, since=since, until=until)
-    summary["database"] = holdings(con)
+        summary = cached_summary(con, build_summary, models=chosen, since=since, until=until,
+                                 records_signature=records_signature)
+    summary["database"] = database if database is not None else holdings(con)
     summary["metrics"]["wedge_window_s"] = one_off_wedge_s if one_off_wedge_s is not None and has_samples \
         else stored_wedge_window(con)
     summary["metrics"]["wedge_window_stored"] = not (one_off_wedge_s is not None and has_samples)

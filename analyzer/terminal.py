@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
-
-from rich.console import Console
-from rich.markup import escape  # log and metric text is untrusted: never read it as markup
-from rich.table import Table
 
 from .safetext import printable, terminal_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
     from .export import ExportReport
     from .forget import ForgetReport
     from .ingestion import IngestReport
@@ -33,16 +33,44 @@ def _t(value: Any) -> str:
     return escape(terminal_text(value))
 
 
-class _Console(Console):
+# rich is imported when something is drawn, not with this module: JSON on stdout and
+# the lines on stderr need none of it, and a re-run that finds nothing new
+# (`analyze s3/ --db X --json`) should not wait for it.
+
+
+def escape(text: str) -> str:
+    """rich's markup escape: log and metric text is untrusted, never read it as markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def Table(*args: Any, **kwargs: Any) -> "RichTable":  # noqa: N802 - stands for rich's class
+    """A rich ``Table`` (rich imported on first use)."""
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
+
+
+def _Console(**kwargs: Any) -> "Console":  # noqa: N802 - stands for the class it makes
     """A rich console that reports a closed pipe as ``BrokenPipeError``.
 
     Rich's own handling exits with 1; the command line ends a closed pipe
     (``analyze ... | head -1``) quietly with 0.
     """
+    return _console_class()(**kwargs)
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError()
+
+@lru_cache(maxsize=None)
+def _console_class() -> type:
+    from rich.console import Console
+
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError()
+
+    return PipeAwareConsole
 
 
 def shown_path(path: str) -> str:
@@ -507,6 +535,7 @@ def byte_progress(description: str, enabled: bool) -> Iterator:
     if not enabled:
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(

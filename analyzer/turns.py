@@ -41,6 +41,8 @@ class ClassifyReport:
     new_error_heads: int = 0
     new_feature_rows: int = 0
     rebuilt: str = "none"  # 'all' | 'incremental' | 'none'
+    #: :func:`records_signature` of the records the classification now matches
+    records_signature: str = ""
 
 
 
@@ -121,6 +123,9 @@ def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -
         con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
                     [CALLER_DEADLINE, repr(check_caller_deadline(seconds))])
     else:
+        stored = con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()
+        if stored:  # read first: a run that keeps the stored deadline writes nothing
+            return float(stored[0][0])
         con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
                     [CALLER_DEADLINE, repr(float(DEFAULT_CALLER_DEADLINE_S))])
     return float(con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0])
@@ -150,7 +155,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
     queries = _queries()
     sql_sig = _sql_signature(con, queries)
     known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
-    records_sig = con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]
+    records_sig = report.records_signature = records_signature(con)
     n_dirty = con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]
     full = (force or known.get("turns_sql") != sql_sig
             or (known.get("records") != records_sig and not n_dirty))
@@ -256,13 +261,35 @@ JOIN ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
 """
 
 
-def _mark_window_changes(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(_WINDOW_CHANGES)
-
-
-_RECORDS_SIGNATURE = """
-SELECT concat_ws('|', count(*), coalesce(sum(file_id::HUGEINT * 1000003 + line_no), 0)) FROM records
+# Whether any window appeared or vanished: two EXCEPTs over the (few) windows.
+_WINDOWS_CHANGED = """
+SELECT EXISTS (SELECT model_name, kind, start_ts, end_ts FROM pod_windows EXCEPT SELECT * FROM turns_windows)
+    OR EXISTS (SELECT * FROM turns_windows EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows)
 """
+
+
+def _mark_window_changes(con: duckdb.DuckDBPyConnection) -> None:
+    # The join with every turn only when some window changed: a re-run whose windows
+    # are as they were (every re-run that loads no metrics) need not read the turns.
+    if con.execute(_WINDOWS_CHANGED).fetchall()[0][0]:
+        con.execute(_WINDOW_CHANGES)
+
+
+# BIGINT per row (an INTEGER file id times 1000003 plus a line number cannot
+# overflow it), HUGEINT in the sum: the same figure as HUGEINT rows gave, in a third
+# of the time (it is computed on every run).
+_RECORDS_SIGNATURE = """
+SELECT concat_ws('|', count(*), coalesce(sum(file_id::BIGINT * 1000003 + line_no), 0)) FROM records
+"""
+
+
+def records_signature(con: duckdb.DuckDBPyConnection) -> str:
+    """The records as the classification knows them: their count and a sum over (file, line).
+
+    :func:`refresh_turns` returns it (``ClassifyReport.records_signature``) for
+    callers that key on the records too (the summary cache), so it is summed once.
+    """
+    return con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]
 
 
 def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
@@ -287,7 +314,7 @@ def is_current(con: duckdb.DuckDBPyConnection) -> bool:
         known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
         if known.get("turns_sql") != _sql_signature(con, _queries()):
             return False
-        if known.get("records") != con.execute(_RECORDS_SIGNATURE).fetchall()[0][0]:
+        if known.get("records") != records_signature(con):
             return False
         if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
             return False

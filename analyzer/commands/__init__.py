@@ -13,4 +13,5 @@ and calls these; nothing else lives here.
 - :mod:`.replay`: ``analyze replay``
 - :mod:`.forget`: ``analyze forget``
 - :mod:`.options`: what they share (library errors worded with the option names, the database path)
+- :mod:`.loading`: importing a command's modules while the cyclic garbage collector waits
 """

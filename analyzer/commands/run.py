@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import AnalyzerError, ExitCode, InputError
 from ..safetext import terminal_text
+from .loading import modules_loading
 from .options import existing_db, naming
 
 # The library's parameters as `analyze run` spells them.
@@ -92,16 +93,17 @@ def run_main_job(
     ``wedge_window`` is for this run only unless ``save_wedge_window`` (see
     :mod:`analyzer.holdings`). Returns the summary dict.
     """
-    from ..db import connect
-    from ..holdings import changes, holdings, plan_wedge_window
-    from ..ingestion import ingest
-    from ..metrics import parse_duration
-    from ..metrics.progress import metrics_progress
-    from ..pipeline import load_run_metrics, summarize_stored
-    from ..sources import discover_inputs
-    from ..summary import parse_range
-    from ..terminal import byte_progress, print_ingest_diagnostics, warn
-    from ..turns import refresh_turns
+    with modules_loading():
+        from ..db import connect
+        from ..holdings import changes, holdings, plan_wedge_window
+        from ..ingestion import ingest
+        from ..metrics import parse_duration
+        from ..metrics.progress import metrics_progress
+        from ..pipeline import load_run_metrics, summarize_stored
+        from ..sources import discover_inputs
+        from ..summary import parse_range
+        from ..terminal import byte_progress, print_ingest_diagnostics, warn
+        from ..turns import refresh_turns
 
     since_dt, until_dt = parse_range(since, until)
     # a bad value fails before any work
@@ -142,8 +144,13 @@ def run_main_job(
         for load in metric_loads:
             for warning in load.warnings:
                 warn(warning)  # pod names are log text
-        refresh_turns(con, caller_deadline_s=caller_deadline_s)
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w)
+        classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
+        # Every file known and unchanged (none read), no metrics loaded, no windows
+        # stored: what the database holds is what it held before the run.
+        unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
+        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
+                                   database=before if unchanged else None,
+                                   records_signature=classified.records_signature)
         summary["ingest"] = report.to_dict()
         summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
         summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
@@ -194,8 +201,9 @@ def summary_from_database(
 
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
-        refresh_turns(con)
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w)
+        classified = refresh_turns(con)
+        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
+                                   records_signature=classified.records_signature)
     finally:
         con.close()
     _print(summary, json_out)

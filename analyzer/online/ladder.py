@@ -39,7 +39,6 @@ mutates a payload; callers must not mutate the rung payloads either.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import time
@@ -630,6 +629,10 @@ async def arun_ladder(
     Each rung call is cancelled when the remaining time budget or the caller's
     deadline runs out, so both are hard bounds here.
     """
+    # Here, not at the top: a running event loop has loaded asyncio already, and the
+    # analyzer imports this package on every run without needing it.
+    import asyncio
+
     _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
