@@ -4,23 +4,27 @@ One streaming pass. Python reads every input a block at a time
 (:mod:`analyzer.linereader`: plain, gzip, standard input; Parquet's ``entry``
 column by row batch) and hands Arrow arrays of numbered lines to DuckDB; it never
 touches a line one by one. Lines from many small files, or from a slice of a big
-one, gather into a batch of about ``BATCH_BYTES``; each batch is one transaction:
+one, gather into a batch of a DuckDB row group of lines (or about ``BATCH_BYTES``).
+Each batch is two transactions:
 
-1. every line that is a record is parsed once (``json_transform``) and inserted
-   into ``records`` with its typed hot columns and its original text (``raw``),
-   streamed from the Arrow batch: what a bare INSERT of the same columns costs;
-2. the other lines (free text, blank, malformed) are judged: bad ones go to
-   ``quarantine`` with file and line, stdout lines that are data to
-   ``proxy_events``;
-3. de-duplication on the narrow key columns (type, request id, system prompt
+1. the store (on a connection of its own, in a thread, while this thread reads
+   the next batch): every line that is a record is parsed once
+   (``json_transform``) and inserted into ``records`` with its typed hot columns
+   and its original text (``raw``), streamed from the Arrow batch, what a bare
+   INSERT of the same columns costs; the batch is marked in ``ingest_pending``;
+2. the finish (on the caller's connection, batch after batch): the other lines
+   (free text, blank, malformed) are judged, bad ones to ``quarantine`` with
+   file and line, stdout lines that are data to ``proxy_events``; then
+   de-duplication on the narrow key columns (type, request id, system prompt
    hash, session, timestamp): this batch's copies of records stored before, or
-   twice in it, are deleted; a stdout copy whose fields were cut to 200
-   characters is replaced by the full copy when that arrives;
-4. the files' progress is written to ``source_files``.
+   twice in it, are deleted, and a stdout copy whose fields were cut to 200
+   characters is replaced by the full copy when that arrives; then the files'
+   progress is written to ``source_files`` and the mark cleared.
 
 A big file is many batches: ``source_files`` records how far each file has been
-committed (bytes and lines), so a killed run leaves the database consistent and
-the next run resumes where it stopped. A file that cannot be read (a fake or
+finished (bytes and lines), so a killed run leaves the database consistent (the
+next connection removes the records of a batch stored but not finished) and the
+next run resumes where it stopped. A file that cannot be read (a fake or
 truncated gzip, an unreadable file, a Parquet file with another schema) is
 recorded in ``skipped_files`` and costs no other file its records.
 """
