@@ -324,6 +324,19 @@ def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
 # The rule
 
 
+def _change(prev_t: int | None, prev_v: float | None, t: int, v: float, w_us: int) -> int:
+    """What a sample at ``t`` shows after the one before it (``prev_*``, None for the first)."""
+    if prev_t is None:
+        return _FLAT  # a first sample says nothing about change
+    if t - prev_t > w_us:
+        return _GAP
+    if v > prev_v:
+        return _INC
+    if v < prev_v:
+        return _RESET
+    return _FLAT
+
+
 def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[list[int], list[int]]:
     """The unit's observation instants and the change each one shows (``_FLAT`` ...)."""
     if len(series_list) == 1:  # one engine (the usual unit): no instants to merge
@@ -334,16 +347,7 @@ def _timeline(series_list: list[list[tuple[int, float]]], w_us: int) -> tuple[li
     for series in series_list:
         prev_t, prev_v = None, None
         for t, v in series:
-            if prev_t is None:
-                s = _FLAT  # a first sample says nothing about change
-            elif t - prev_t > w_us:
-                s = _GAP
-            elif v > prev_v:
-                s = _INC
-            elif v < prev_v:
-                s = _RESET
-            else:
-                s = _FLAT
+            s = _change(prev_t, prev_v, t, v, w_us)
             status[t] = max(status.get(t, _FLAT), s)
             prev_t, prev_v = t, v
     times = sorted(status)
@@ -366,17 +370,7 @@ def _single_timeline(series: list[tuple[int, float]], w_us: int) -> tuple[list[i
     changes = []
     prev_t = prev_v = None
     for t, v in series:
-        if prev_t is None:
-            s = _FLAT
-        elif t - prev_t > w_us:
-            s = _GAP
-        elif v > prev_v:
-            s = _INC
-        elif v < prev_v:
-            s = _RESET
-        else:
-            s = _FLAT
-        changes.append(s)
+        changes.append(_change(prev_t, prev_v, t, v, w_us))
         prev_t, prev_v = t, v
     return times, changes
 
