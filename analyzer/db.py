@@ -369,7 +369,7 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
-    from .ingestion import blank_sql
+    from .ingest_sql import blank_sql
 
     content = "json_extract_string(raw, '$.content')"
     preview = "json_extract_string(raw, '$.content_preview')"

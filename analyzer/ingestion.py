@@ -31,9 +31,7 @@ recorded in ``skipped_files`` and costs no other file its records.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import threading
 import time
 from collections import deque
@@ -44,59 +42,15 @@ from typing import Callable, Iterable, Iterator
 
 import duckdb
 
+from . import ingest_sql as sql
+from .batch_lines import LineBatch, batch_schema, chunk_pod
 from .db import discard_unfinished_batches, transaction
 from .errors import ExitCode, InputError
+from .ingest_sql import SNIPPET_CHARS
 from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
-from .online import BLANK_CHARS
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 
-# The fields read into typed columns; everything else stays in `raw`.
-RECORD_STRUCT = {
-    "timestamp": "VARCHAR",
-    "type": "VARCHAR",
-    "request_id": "VARCHAR",
-    "session_id": "VARCHAR",
-    "client": "VARCHAR",
-    "provider": "VARCHAR",
-    "model": "VARCHAR",
-    "origin": "VARCHAR",
-    "message_count": "INTEGER",
-    "tools_count": "INTEGER",
-    "enable_thinking": "BOOLEAN",
-    "user_message_this_turn": "VARCHAR",
-    "tool_results_this_turn": "JSON",
-    "messages": [{"role": "VARCHAR", "tool_calls": "JSON", "function_call": "JSON"}],
-    "latency_ms": "BIGINT",
-    "has_content": "BOOLEAN",
-    "has_tool_calls": "BOOLEAN",
-    "has_reasoning_content": "BOOLEAN",
-    "content": "VARCHAR",
-    "content_preview": "VARCHAR",
-    "reasoning_content": "VARCHAR",
-    "tool_calls": "JSON",
-    "tokens": {
-        "prompt_tokens": "BIGINT",
-        "completion_tokens": "BIGINT",
-        "prompt_tokens_details": {"cached_tokens": "BIGINT"},
-        "completion_tokens_details": {"reasoning_tokens": "BIGINT"},
-    },
-    "error": "VARCHAR",
-    "upstream_headers": "JSON",
-    "log_fields_version": "INTEGER",
-    "upstream_status": "INTEGER",
-    "finish_reason": "VARCHAR",
-    "max_tokens": "INTEGER",
-    "thinking_token_budget": "INTEGER",
-    "tool_history": "BOOLEAN",
-    "incident_class": "VARCHAR",
-    "final_class": "VARCHAR",
-    "ladder": "JSON",
-    "system_sha256": "VARCHAR",
-}
-
-RECORD_TYPES = ("request", "response", "system_prompt")
-SNIPPET_CHARS = 200
 # At most this many input bytes per batch (override with $ANALYZER_BATCH_BYTES):
 # bounds memory when records are long (the Arrow batch plus DuckDB's working set
 # stay under 1 GB). Room for a whole row group of the week's longest stretch of
@@ -113,9 +67,9 @@ _READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
 _SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
 # Batches stored at once, each by a DuckDB connection of its own ($ANALYZER_STORES).
-# Two use both cores (measured on a week: ingest 24 s -> 16 s) but need DuckDB's
-# bound near 700 MB not to spill, and hold two batches of lines: peak RSS ~1.2 GB.
-# One keeps the whole run under 1 GB.
+# Two use both cores (measured on a week's one file, end to end: 24-29 s against
+# 32-34 s) but need DuckDB's bound near 700 MB not to spill, and hold two batches
+# of lines: peak RSS 1.0-1.07 GB. One keeps the whole run under 1 GB.
 _STORES = max(1, int(os.environ.get("ANALYZER_STORES", 1)))
 # The next batch is read while the last one is stored (and the one before it is
 # finished meanwhile): DuckDB's store runs back to back. The lines of the batches
@@ -130,16 +84,6 @@ _FLIGHT_BYTES = max(BATCH_BYTES, int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320
 _STORE_THREADS = int(os.environ.get("ANALYZER_STORE_THREADS", 1))
 # Runs of small files read ahead of the batch DuckDB is storing.
 _RUNS_AHEAD = 3
-
-# A kubectl stdout line: an optional multi-pod prefix (`kubectl logs --prefix`:
-# `[pod/NAME/CONTAINER] `, or stern's `NAME CONTAINER `), an optional
-# `--timestamps` stamp, then the record prefix.
-_POD_PREFIX_RE = r"(?:\[pod/([^/\] ]+)/[^\] ]*\] |([a-z0-9][-a-z0-9.]*) ([a-z0-9][-a-z0-9]*) )"
-_STAMP_RE = r"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) )"
-_STDOUT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:📥 REQUEST|✓ RESPONSE|✗ RESPONSE): "
-# The same prefixes before one of the proxy's own warning lines (for
-# proxy_events): they all start with one of these marks.
-_EVENT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:⚠️|🧹|🚨|ℹ️)"
 
 Progress = Callable[[int, int], None]
 
@@ -170,276 +114,6 @@ class IngestReport:
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
         return dict(self.__dict__)
-
-
-# ---------------------------------------------------------------------------
-# SQL of one batch. `batch_lines` is the Arrow batch: (file_id, line_no, line,
-# from_stdout, file_pod).
-
-_STRUCT_SQL = json.dumps(RECORD_STRUCT).replace("'", "''")
-
-def blank_sql(expr: str) -> str:
-    """SQL true when ``expr`` has no visible character: analyzer.online.is_blank's rule."""
-    # "No character outside BLANK_CHARS", as a regex: it stops at the first visible
-    # character and copies nothing (trim(expr, chars) decodes the character set and
-    # copies the text for every row: measured ~1.4 CPU-s on a week's responses).
-    visible = "[^" + "".join(f"\\x{{{ord(c):x}}}" for c in BLANK_CHARS) + "]"
-    return f"(NOT regexp_matches({expr}, '{visible}'))"
-
-
-# The typed hot columns of `records`, computed from the parsed record `j`.
-_HOT_COLUMNS = """
-    ts, j.type AS type, j.request_id AS request_id,
-    j.session_id AS session_id, j.client AS client, j.provider AS provider, j.model AS model,
-    j.origin AS origin,
-    j.message_count AS message_count, j.tools_count AS tools_count, j.enable_thinking AS enable_thinking,
-    CASE WHEN j.tool_results_this_turn IS NULL OR json_type(j.tool_results_this_turn) <> 'ARRAY' THEN NULL
-         ELSE json_array_length(j.tool_results_this_turn) END AS tool_results_count,
-    md5(j.user_message_this_turn) AS prompt_md5,
-    j.messages IS NOT NULL AS has_messages,
-    -- The same test as analyzer.online.has_tool_history: a tool/function message,
-    -- or an assistant message with tool calls, anywhere in the transcript.
-    CASE WHEN j.messages IS NULL THEN NULL ELSE coalesce(list_bool_or(list_transform(j.messages,
-        lambda m: m.role IN ('tool', 'function')
-             OR (m.role = 'assistant' AND ((json_type(m.tool_calls) = 'ARRAY' AND json_array_length(m.tool_calls) > 0)
-                                           OR (m.function_call IS NOT NULL AND json_type(m.function_call) <> 'NULL'))))),
-        false) END AS messages_tool_history,
-    j.latency_ms AS latency_ms, j.has_content AS has_content, j.has_tool_calls AS has_tool_calls,
-    j.has_reasoning_content AS has_reasoning,
-    CASE WHEN json_type(j.tool_calls) = 'ARRAY' THEN json_array_length(j.tool_calls) END AS tool_call_count,
-    length(j.content) AS content_chars, length(j.reasoning_content) AS reasoning_chars,
-    j.tokens.prompt_tokens AS prompt_tokens, j.tokens.completion_tokens AS completion_tokens,
-    j.tokens.prompt_tokens_details.cached_tokens AS cached_tokens,
-    j.tokens.completion_tokens_details.reasoning_tokens AS reasoning_tokens,
-    CASE WHEN j.content IS NOT NULL THEN {blank}(j.content)
-         WHEN j.content_preview IS NOT NULL THEN {blank}(j.content_preview) END AS content_blank,
-    j.error AS error, j.upstream_headers AS upstream_headers,
-    j.log_fields_version AS log_fields_version, j.upstream_status AS upstream_status,
-    j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
-    j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
-    j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
-    j.system_sha256 AS system_sha256
-""".replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview"))
-
-# Words that mark a free-text stdout line as data (see proxy_events).
-_EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",
-                "Logging imbalance", "log_response", "log_request")
-
-def _judged(source: str) -> str:
-    """The lines of ``source`` (shaped like ``batch_lines``) parsed and judged, as CTEs ending in ``judged``."""
-    return f"""
-WITH cut AS (
-    SELECT file_id, line_no, line, file_pod,
-           CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx,
-           from_stdout
-    FROM {source}
-),
-cand AS (
-    SELECT *, CASE WHEN pfx <> '' THEN substr(line, length(pfx) + 1)
-                   WHEN NOT from_stdout THEN line END AS candidate
-    FROM cut
-),
-parsed AS (
-    SELECT *, try(json_transform(candidate, '{_STRUCT_SQL}')) AS j FROM cand
-),
-timed AS (
-    SELECT *, try_cast(j.timestamp AS TIMESTAMPTZ)::TIMESTAMP AS ts FROM parsed
-),
-judged AS (
-    SELECT *,
-           CASE
-             -- the common case first: CASE evaluates later branches only for the rest
-             WHEN j.type IN {RECORD_TYPES} AND ts IS NOT NULL THEN 'ok'
-             WHEN candidate IS NULL THEN CASE WHEN trim(line) = '' THEN 'blank' ELSE 'free_text' END
-             WHEN trim(candidate) = '' THEN 'blank'
-             WHEN j IS NULL THEN 'malformed JSON (invalid or cut-off line)'
-             WHEN NOT starts_with(ltrim(candidate), '{{') THEN 'not a JSON object'
-             WHEN j.type IS NULL OR j.type NOT IN {RECORD_TYPES}
-                  THEN 'not a proxy record (no request/response/system_prompt type)'
-             ELSE 'no valid timestamp'
-           END AS verdict
-    FROM timed
-)"""
-
-
-_POD_OF_PREFIX = r"""coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_extract(pfx, '^\[pod/([^/\] ]+)/', 1), ''),
-                                                   nullif(regexp_extract(pfx, '^([a-z0-9][-a-z0-9.]*) [a-z0-9][-a-z0-9]* ', 1), ''))
-                END, file_pod)"""
-
-# 1. Every line that is a record goes straight into `records`: one parse, one
-# write, streamed from the Arrow batch (what a bare INSERT of the same columns
-# costs). De-duplication follows, on the narrow key columns. A stdout copy is
-# truncated when its JSON holds the proxy's `…(+N chars)` marker; the proxy's
-# json.dumps escapes the ellipsis (`\u2026`), so both spellings count.
-_STORE = f"""
-INSERT INTO records BY NAME
-{_judged('batch_lines')}
-SELECT {_HOT_COLUMNS},
-       pfx <> '' AND (contains(candidate, '…(+') OR contains(candidate, '\\u2026(+')) AS truncated,
-       file_id, line_no, candidate AS raw,
-       {_POD_OF_PREFIX} AS proxy_pod,
-       $batch AS ingest_batch
-FROM judged
-WHERE verdict = 'ok'
-"""
-
-# 2. The other lines (free text, blank, bad) are judged again, which costs little:
-# they are few, or parse nothing. Bad ones go to quarantine, data lines to
-# proxy_events.
-_REST = f"""
-CREATE OR REPLACE TEMP TABLE rest AS
-{_judged("(SELECT * FROM batch_lines b ANTI JOIN (SELECT file_id, line_no FROM records WHERE ingest_batch = $batch) r USING (file_id, line_no))")}
-SELECT file_id, line_no, verdict,
-       {_POD_OF_PREFIX} AS proxy_pod,
-       CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
-       CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in _EVENT_WORDS)})
-            THEN left(line, 2000) END AS event_line
-FROM judged
-"""
-
-
-def _same(a: str, b: str) -> str:
-    """The key that makes two lines the same record."""
-    return f"""{a}.ts = {b}.ts AND {a}.type = {b}.type
-    AND {a}.request_id IS NOT DISTINCT FROM {b}.request_id
-    AND {a}.system_sha256 IS NOT DISTINCT FROM {b}.system_sha256
-    AND {a}.session_id IS NOT DISTINCT FROM {b}.session_id"""
-
-
-# 3. De-duplication. `older`: this batch's records already stored by an earlier
-# batch (an S3 chunk and the pod's stdout, a file given twice, a day present as
-# chunks and as Parquet). Bounded by the batch's time range (zone maps skip the rest).
-# Batches stored but not finished yet (`ingest_pending`: later batches, stored
-# beside this one) are not older: each de-duplicates against this one when it is
-# finished. A stored row is named by its batch as well as its file and line: a
-# file read again holds the same file and line numbers as its earlier reading.
-_OLDER = f"""
-CREATE OR REPLACE TEMP TABLE older AS
-SELECT b.file_id, b.line_no, b.truncated, b.proxy_pod,
-       r.file_id AS o_file, r.line_no AS o_line, r.ingest_batch AS o_batch, r.truncated AS o_truncated,
-       r.proxy_pod AS o_pod
-FROM (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
-      FROM records WHERE ingest_batch = $batch) b
-JOIN (SELECT file_id, line_no, ingest_batch, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
-      FROM records
-      WHERE ts BETWEEN $lo AND $hi AND ingest_batch IS DISTINCT FROM $batch
-        AND (ingest_batch IS NULL OR ingest_batch NOT IN (SELECT batch FROM ingest_pending))) r
-  ON {_same('r', 'b')}
-"""
-
-# A full copy replaces a stored truncated stdout copy (keeping the replica it named) ...
-_REPLACE_TRUNCATED = [
-    """UPDATE records SET proxy_pod = o.o_pod FROM older o
-       WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
-         AND o.o_truncated AND NOT o.truncated AND records.proxy_pod IS NULL AND o.o_pod IS NOT NULL""",
-    """DELETE FROM records USING older o
-       WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
-         AND records.line_no = o.o_line AND o.o_truncated AND NOT o.truncated""",
-]
-# ... and any other copy of a stored record is dropped (its replica carried over).
-_DROP_SEEN = [
-    """UPDATE records SET proxy_pod = o.proxy_pod FROM older o
-       WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
-         AND records.line_no = o.o_line
-         AND NOT (o.o_truncated AND NOT o.truncated) AND records.proxy_pod IS NULL AND o.proxy_pod IS NOT NULL""",
-    """DELETE FROM records USING older o
-       WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
-         AND NOT (o.o_truncated AND NOT o.truncated)""",
-]
-
-# Copies of one record within the batch: the first full copy stays.
-_TWINS = f"""
-CREATE OR REPLACE TEMP TABLE twins AS
-WITH mine AS (
-    SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
-    FROM records WHERE ingest_batch = $batch
-),
-keys AS (
-    SELECT ts, type, request_id, system_sha256, session_id FROM mine GROUP BY ALL HAVING count(*) > 1
-)
-SELECT m.file_id, m.line_no,
-       row_number() OVER key_ AS copy_no,
-       max(m.proxy_pod) OVER (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.session_id) AS any_pod
-FROM mine m JOIN keys k ON {_same('m', 'k')}
-WINDOW key_ AS (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.session_id
-                ORDER BY m.truncated, m.file_id, m.line_no)
-"""
-_DROP_TWINS = [
-    """UPDATE records SET proxy_pod = t.any_pod FROM twins t
-       WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
-         AND t.copy_no = 1 AND records.proxy_pod IS NULL""",
-    """DELETE FROM records USING twins t
-       WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
-         AND t.copy_no > 1""",
-]
-
-# The turns these new records belong to are re-derived at the next refresh.
-_MARK_DIRTY = """
-INSERT INTO turns_dirty
-SELECT DISTINCT coalesce(session_id, '~' || coalesce(request_id, ''))
-FROM records
-WHERE ingest_batch = $batch AND type IN ('request', 'response')
-"""
-
-_INSERT_QUARANTINE = """
-INSERT INTO quarantine
-SELECT s.file_id, f.path, s.line_no, s.verdict, s.snippet
-FROM rest s JOIN batch_files f USING (file_id)
-WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
-"""
-
-# Stdout lines that are data (analyzer/proxy_events): what the proxy says about
-# slow turns, repaired tool calls, and records it lost.
-_INSERT_EVENTS = f"""
-INSERT INTO proxy_events
-SELECT try_cast(nullif(trim(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 4)), '') AS TIMESTAMPTZ)::TIMESTAMP AS ts,
-       coalesce(nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 1), ''),
-                nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 2), ''), proxy_pod) AS proxy_pod,
-       kind,
-       nullif(regexp_extract(event_line, 'request_id=([0-9A-Za-z_-]+)', 1), '') AS request_id,
-       nullif(regexp_extract(event_line, '\\(model=([^,)]+)', 1), '') AS model,
-       CASE kind
-         WHEN 'buffer-dropped' THEN try_cast(regexp_extract(event_line, 'dropped (\\d+) oldest', 1) AS BIGINT)
-         WHEN 'logging-imbalance' THEN greatest(
-             try_cast(regexp_extract(event_line, 'Logging imbalance: (\\d+) responses for (\\d+) requests', 2) AS BIGINT)
-           - try_cast(regexp_extract(event_line, 'Logging imbalance: (\\d+) responses for (\\d+) requests', 1) AS BIGINT), 0)
-         WHEN 'log-response-failed' THEN 1
-         WHEN 'log-request-failed' THEN 1
-         ELSE 0 END AS lost,
-       CASE kind
-         WHEN 'slow-completion' THEN try_cast(regexp_extract(event_line, 'Slow completion: (\\d+)ms', 1) AS BIGINT)
-         WHEN 'normalized-arguments' THEN try_cast(regexp_extract(event_line, 'Normalized (\\d+) tool-call', 1) AS BIGINT)
-         WHEN 'buffer-dropped' THEN try_cast(regexp_extract(event_line, 'exceeded (\\d+) entries', 1) AS BIGINT)
-         WHEN 'flush-failed' THEN try_cast(regexp_extract(event_line, '(\\d+) entries re-queued', 1) AS BIGINT)
-         WHEN 'logging-imbalance' THEN try_cast(regexp_extract(event_line, 'Logging imbalance: (\\d+) responses', 1) AS BIGINT)
-         WHEN 'log-failures' THEN try_cast(regexp_extract(event_line, 'has now failed (\\d+) times', 1) AS BIGINT)
-         END AS value,
-       left(event_line, 500) AS text, file_id, line_no
-FROM (
-    SELECT *, CASE
-        WHEN contains(event_line, 'Slow completion: ') THEN 'slow-completion'
-        WHEN contains(event_line, 'Normalized ') AND contains(event_line, 'tool-call argument') THEN 'normalized-arguments'
-        WHEN contains(event_line, 'Log buffer exceeded ') THEN 'buffer-dropped'
-        WHEN contains(event_line, 'S3 flush failed') THEN 'flush-failed'
-        WHEN contains(event_line, 'Logging imbalance: ') THEN 'logging-imbalance'
-        WHEN contains(event_line, 'log_response failed') THEN 'log-response-failed'
-        WHEN contains(event_line, 'log_request failed') THEN 'log-request-failed'
-        WHEN contains(event_line, 'has now failed ') THEN 'log-failures'
-        END AS kind
-    FROM rest WHERE event_line IS NOT NULL
-) WHERE kind IS NOT NULL
-"""
-
-_BATCH_STATS = """
-SELECT file_id, sum(records), sum(quarantined), sum(free_text) FROM (
-    SELECT file_id, count(*) AS records, 0 AS quarantined, 0 AS free_text
-    FROM records WHERE ingest_batch = $batch GROUP BY file_id
-    UNION ALL
-    SELECT file_id, 0, count(*) FILTER (WHERE verdict NOT IN ('ok', 'blank', 'free_text')),
-           count(*) FILTER (WHERE verdict = 'free_text')
-    FROM rest GROUP BY file_id
-) GROUP BY file_id
-"""
 
 
 # ---------------------------------------------------------------------------
@@ -503,10 +177,8 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
 
 
 # ---------------------------------------------------------------------------
-# Reading: every form becomes LineBlocks.
-
-# ---------------------------------------------------------------------------
-# Batches.
+# Batches: read into a LineBatch (analyzer.batch_lines), stored, then finished
+# with the SQL of analyzer.ingest_sql.
 
 @dataclass
 class _FileState:
@@ -525,149 +197,12 @@ class _FileState:
     reset: bool = False  # re-read whole: old quarantine rows go at its first batch
 
 
-class _Batch:
-    """Lines gathered for one transaction, and the file progress they complete."""
-
-    def __init__(self) -> None:
-        self.pieces: list = []  # Arrow record batches shaped like _batch_schema()
-        self.long_lines: list[tuple[int, str, int, str, str]] = []
-        self.files: dict[int, _FileState] = {}
-        self.nbytes = 0
-        self.lines = 0
-        # small pieces, not yet made columns: (lines, file_id, first_line, from_stdout, pod)
-        self.small: list[tuple] = []
-        self.small_bytes = 0
-
-    def seal(self) -> None:
-        """Make the small pieces gathered so far Arrow batches: one per run of consecutive slices
-        of one array (no copy), else one merged batch (a copy)."""
-        if not self.small:
-            return
-        groups: list[list[tuple]] = []
-        key = None
-        for item in self.small:
-            lines = item[0]
-            k = lines.buffers()[1].address
-            if not groups or k != key or lines.offset != groups[-1][-1][0].offset + len(groups[-1][-1][0]):
-                groups.append([])
-            groups[-1].append(item)
-            key = k
-        # A long run of slices stays one uncopied batch; short ones (files read one by
-        # one: gzip chunks, say) are merged until a batch is worth DuckDB's scan.
-        cur: list[tuple] = []
-        cur_lines = 0
-        for g in groups:
-            n = sum(len(it[0]) for it in g)
-            if cur and (cur_lines >= _SMALL_PIECE or n >= _SMALL_PIECE):
-                self.pieces.append(_columns(cur))
-                cur, cur_lines = [], 0
-            cur.extend(g)
-            cur_lines += n
-        if cur:
-            self.pieces.append(_columns(cur))
-        self.small, self.small_bytes = [], 0
-
-    def add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
-        n = len(piece.lines)
-        self.files[state.file_id] = state
-        if not n:
-            return
-        item = (piece.lines, state.file_id, piece.first_line, stdout, pod)
-        if n < _SMALL_PIECE:
-            # Thousands of small chunk files make thousands of small pieces, and both
-            # building columns per piece and DuckDB scanning many tiny batches cost
-            # per piece: they are gathered and made columns together, some MB at a
-            # time (slices of one run of files without a copy, others merged).
-            self.small.append(item)
-            self.small_bytes += piece.nbytes
-            if self.small_bytes >= _SEAL_BYTES:
-                self.seal()
-        else:
-            self.pieces.append(_columns([item]))
-        self.nbytes += piece.nbytes
-        self.lines += n
-        self.files[state.file_id] = state
-
-    def touch(self, state: _FileState) -> None:
-        self.files[state.file_id] = state
-
-    def empty(self) -> bool:
-        return not self.files
-
-
-_SMALL_PIECE = 4096  # lines: pieces smaller than this are merged
-_SEAL_BYTES = 16 * 1024 * 1024  # merged a few MB at a time
-
-
-def _batch_schema():
-    pa, _ = arrow()
-    return pa.schema([
-        ("file_id", pa.int32()), ("line_no", pa.int64()), ("line", pa.large_string()),
-        ("from_stdout", pa.bool_()), ("file_pod", pa.large_string()),
-    ])
-
-
-def _columns(items: list[tuple]):
-    """One Arrow batch (``batch_lines``' shape) of pieces ``(lines, file_id, first_line, from_stdout, pod)``.
-
-    The per-line columns are run-length decoded from one value per piece: the
-    cost is per line in C++, not per piece in Python.
-    """
-    pa, pc = arrow()
-    ends, at = [], 0
-    for it in items:
-        at += len(it[0])
-        ends.append(at)
-    ends_arr = pa.array(ends, pa.int32())
-
-    def runs(values, typ):
-        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(ends_arr, pa.array(values, typ)))
-
-    starts = [e - len(it[0]) for e, it in zip(ends, items)]
-    index = pc.cumulative_sum(pa.nulls(at, pa.int64()).fill_null(1), start=-1)  # 0, 1, 2, ...
-    cols = [
-        runs([it[1] for it in items], pa.int32()),
-        pc.add(index, runs([it[2] - s for it, s in zip(items, starts)], pa.int64())),
-        _joined([it[0] for it in items]),
-        runs([it[3] for it in items], pa.bool_()),
-        runs([it[4] for it in items], pa.large_string()),
-    ]
-    return pa.RecordBatch.from_arrays(cols, schema=_batch_schema())
-
-
-def _joined(arrays: list):
-    """The arrays one after the other: without a copy when they are consecutive slices of one
-    array (the files of a run of small files), else concatenated."""
-    pa, _ = arrow()
-    if len(arrays) == 1:
-        return arrays[0]
-    first = arrays[0]
-    bufs = first.buffers()
-    at = first.offset + len(first)
-    for a in arrays[1:]:
-        if a.offset != at or a.buffers()[1].address != bufs[1].address:
-            return pa.concat_arrays(arrays)
-        at += len(a)
-    return pa.Array.from_buffers(first.type, at - first.offset, bufs, offset=first.offset)
-
-
-# An S3 chunk named by a newer proxy: `HH-MM-SS-<host>-<pid>-<8hex>.jsonl`, where
-# the host is the pod's $HOSTNAME, i.e. the replica that wrote it.
-_CHUNK_NAME = re.compile(r"^\d\d-\d\d-\d\d-(.+)-\d+-[0-9a-f]{8}\.jsonl(?:\.gz)?$")
-
-
-def chunk_pod(path: str) -> str | None:
-    """The proxy replica named by an S3 chunk's file name, if it names one."""
-    m = _CHUNK_NAME.match(os.path.basename(path))
-    return m.group(1) if m and m.group(1) != "nohost" else None
-
-
 @dataclass
 class _Sealed:
     """A batch cut and handed to a store connection, with what it needs to be finished."""
 
     n: dict  # {"batch": its number in records.ingest_batch}
-    table: object  # the Arrow table of its lines, shaped like _batch_schema()
+    table: object  # the Arrow table of its lines, shaped like batch_schema()
     progress: list  # (file state, lines_done, bytes_done, complete) when it was cut
     registry: dict  # its files' registry columns (_registry_rows)
     long_lines: list
@@ -686,7 +221,7 @@ class _Ingest:
         self.progress = progress
         self.total = total
         self.done = 0
-        self.batch = _Batch()
+        self.batch = LineBatch()
         self.now = datetime.now(timezone.utc).replace(tzinfo=None)
         self.inflight: deque[_Sealed] = deque()  # stored or being stored, not yet finished
         self.room = BATCH_BYTES  # what the batch being read may hold (_room)
@@ -850,14 +385,14 @@ class _Ingest:
         connection removes (:func:`analyzer.db.discard_unfinished_batches`): the
         files' progress was not advanced, so its lines are read again.
         """
-        batch, self.batch = self.batch, _Batch()
+        batch, self.batch = self.batch, LineBatch()
         if batch.empty():
             return
         batch.seal()
         pa, _ = arrow()
         sealed = _Sealed(
             n={"batch": self.con.execute("SELECT nextval('ingest_batches')").fetchall()[0][0]},
-            table=pa.Table.from_batches(batch.pieces, schema=_batch_schema()),
+            table=pa.Table.from_batches(batch.pieces, schema=batch_schema()),
             # what each file had reached when this batch was cut (reading goes on meanwhile)
             progress=[(st, st.lines_done, st.bytes_done, st.complete) for st in batch.files.values()],
             registry=self._registry_rows(batch),
@@ -927,7 +462,7 @@ class _Ingest:
             cur.register("batch_lines", s.table)
             try:
                 with transaction(cur):
-                    inserted = cur.execute(_STORE, s.n).fetchall()[0][0]
+                    inserted = cur.execute(sql.STORE, s.n).fetchall()[0][0]
                     cur.execute("INSERT INTO ingest_pending VALUES ($batch, now())", s.n)
             finally:
                 cur.unregister("batch_lines")
@@ -945,8 +480,8 @@ class _Ingest:
         try:
             with transaction(con):
                 self._register_files(s.registry)
-                con.execute(_REST, n)
-                stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(_BATCH_STATS, n).fetchall()}
+                con.execute(sql.REST, n)
+                stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(sql.BATCH_STATS, n).fetchall()}
                 bad = sum(st[1] for st in stats.values())
                 if self.strict and bad:
                     first = con.execute(
@@ -956,11 +491,11 @@ class _Ingest:
                     raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
                                      ExitCode.BAD_INPUT)
                 new = inserted - self._deduplicate(n) if inserted else 0
-                con.execute(_MARK_DIRTY, n)
-                con.execute(_INSERT_QUARANTINE)
+                con.execute(sql.MARK_DIRTY, n)
+                con.execute(sql.INSERT_QUARANTINE)
                 if s.long_lines:
                     con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", s.long_lines)
-                events = con.execute(_INSERT_EVENTS).fetchall()[0][0]
+                events = con.execute(sql.INSERT_EVENTS).fetchall()[0][0]
                 self._update_files(s.progress, stats, s.long_lines)
                 con.execute("DROP TABLE rest")
                 con.execute("DELETE FROM ingest_pending WHERE batch = $batch", n)
@@ -988,22 +523,22 @@ class _Ingest:
         con = self.con
         lo, hi = con.execute("SELECT min(ts), max(ts) FROM records WHERE ingest_batch = $batch", n).fetchall()[0]
         gone = 0
-        con.execute(_OLDER, {**n, "lo": lo, "hi": hi})
+        con.execute(sql.OLDER, {**n, "lo": lo, "hi": hi})
         if con.execute("SELECT count(*) FROM older").fetchall()[0][0]:
-            for sql in (*_REPLACE_TRUNCATED, *_DROP_SEEN):
-                changed = con.execute(sql, n if "$batch" in sql else None).fetchall()[0][0]
-                if sql.lstrip().startswith("DELETE"):
+            for statement in (*sql.REPLACE_TRUNCATED, *sql.DROP_SEEN):
+                changed = con.execute(statement, n if "$batch" in statement else None).fetchall()[0][0]
+                if statement.lstrip().startswith("DELETE"):
                     gone += changed
         con.execute("DROP TABLE older")
-        con.execute(_TWINS, n)
+        con.execute(sql.TWINS, n)
         if con.execute("SELECT count(*) FROM twins").fetchall()[0][0]:
-            for sql in _DROP_TWINS:
-                changed = con.execute(sql, n).fetchall()[0][0]
+            for statement in sql.DROP_TWINS:
+                changed = con.execute(statement, n).fetchall()[0][0]
             gone += changed
         con.execute("DROP TABLE twins")
         return gone
 
-    def _registry_rows(self, batch: _Batch) -> dict[str, list]:
+    def _registry_rows(self, batch: LineBatch) -> dict[str, list]:
         """The registry columns of a batch's files, taken when it is cut (the next batch sees them registered)."""
         cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "fingerprint",
                                                  "is_new", "reset")}

@@ -312,11 +312,14 @@ def child_store(path: str, db: str, max_line: str) -> dict:
     """
     import duckdb
 
-    from analyzer.ingestion import _HOT_COLUMNS, RECORD_STRUCT
+    try:
+        from analyzer.ingest_sql import HOT_COLUMNS, RECORD_STRUCT
+    except ImportError:  # a tree from before the batch SQL had a module of its own
+        from analyzer.ingestion import _HOT_COLUMNS as HOT_COLUMNS, RECORD_STRUCT
 
     struct = json.dumps(RECORD_STRUCT).replace("'", "''")
     source = f"""
-        SELECT {_HOT_COLUMNS}, line AS raw
+        SELECT {HOT_COLUMNS}, line AS raw
         FROM (SELECT line, j, try_cast(j.timestamp AS TIMESTAMPTZ)::TIMESTAMP AS ts
               FROM (SELECT line, try(json_transform(line, '{struct}')) AS j
                     FROM read_csv(?, columns = {{'line': 'VARCHAR'}}, header = false, delim = '\x01',
