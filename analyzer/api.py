@@ -52,8 +52,12 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.
 
 
 @contextmanager
-def _opened(db: DB, *, write: bool) -> Iterator["duckdb.DuckDBPyConnection"]:
-    """A connection for one call: ``db`` itself when it is one, else opened and closed here."""
+def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.DuckDBPyConnection"]:
+    """A connection for one call: ``db`` itself when it is one, else opened and closed here.
+
+    ``ingest``: opened to ingest into, with the ingest's row groups
+    (:data:`analyzer.db.INGEST_ROW_GROUP_ROWS`).
+    """
     if db is not None and not isinstance(db, (str, Path)):
         yield db  # the caller's connection: theirs to close
         return
@@ -76,7 +80,9 @@ def _opened(db: DB, *, write: bool) -> Iterator["duckdb.DuckDBPyConnection"]:
             if "different configuration" not in str(exc):
                 raise
     if con is None:
-        con = _connect(target)
+        from .db import INGEST_ROW_GROUP_ROWS
+
+        con = _connect(target, row_groups=INGEST_ROW_GROUP_ROWS if ingest else None)
     try:
         yield con
     finally:
@@ -120,7 +126,7 @@ def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool
     from .turns import refresh_turns
 
     inputs = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
-    with _opened(db, write=True) as con:
+    with _opened(db, write=True, ingest=True) as con:
         report = _ingest(con, inputs, strict=strict)
         refresh_turns(con)
     return report

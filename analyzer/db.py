@@ -514,6 +514,15 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 #: Settings of every connection: DuckDB never downloads or auto-loads an extension
 #: (a SQLite file would otherwise make it fetch sqlite_scanner from the network).
+#: Rows per DuckDB row group in what the ingest writes (ATTACH's ROW_GROUP_SIZE;
+#: DuckDB's own, and what other connections write, is DEFAULT_ROW_GROUP_ROWS).
+#: A batch is one row group, and half of DuckDB's lets two batches be stored at
+#: once, each a whole row group, in the memory one of DuckDB's took (measured on
+#: a week's one file, end to end: 21-22 s against 30-32 s, peak RSS 845 against
+#: 852 MB; the output identical). Row groups of both sizes live in one file.
+INGEST_ROW_GROUP_ROWS = 61_440
+DEFAULT_ROW_GROUP_ROWS = 122_880
+
 NO_NETWORK_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -571,8 +580,49 @@ def check_ours(con: duckdb.DuckDBPyConnection, target: str) -> None:
                             f"analyzer {__version__}); upgrade the analyzer, or pass another --db")
 
 
+def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.DuckDBPyConnection | None:
+    """``target`` attached with new row groups of ``row_group_rows`` rows, and in use.
+
+    DuckDB sets the row group size when it attaches a file, not when it opens one
+    as its main database: so the file is attached to an in-memory one, under the
+    name a plain open gives it, and made the default (``USE``). Cursors of the
+    connection start in the in-memory database: they must ``USE`` it too
+    (:func:`use_same_database`). ``None`` when it cannot be attached so (this
+    process holds the file in another DuckDB instance already, as a notebook's
+    connection does; a file named like one of DuckDB's own databases): then the
+    caller opens it plainly, with DuckDB's row groups, and a file that cannot be
+    opened at all fails there with DuckDB's usual error.
+    """
+    con = duckdb.connect(":memory:", config=config)
+    try:
+        # Spilled data goes beside the file, as when DuckDB opens it (not to ./.tmp).
+        con.execute("SET temp_directory = ?", [target + ".tmp"])
+        literal = "'" + target.replace("'", "''") + "'"  # ATTACH takes no parameters
+        con.execute(f"ATTACH {literal} (ROW_GROUP_SIZE {int(row_group_rows)})")
+        use_same_database(con, con.execute(
+            "SELECT database_name FROM duckdb_databases() WHERE NOT internal AND database_name <> 'memory'"
+        ).fetchall()[0][0])
+    except duckdb.Error:
+        con.close()
+        return None
+    return con
+
+
+def use_same_database(cur: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Make ``name`` (``current_database()`` of the connection ``cur`` came from) ``cur``'s default."""
+    cur.execute('USE "' + name.replace('"', '""') + '"')
+
+
+def row_group_rows(con: duckdb.DuckDBPyConnection) -> int:
+    """Rows per row group that ``con`` writes into its database (see :data:`INGEST_ROW_GROUP_ROWS`)."""
+    rows = con.execute("SELECT options['row_group_size'] FROM duckdb_databases() "
+                       "WHERE database_name = current_database()").fetchall()
+    return int(rows[0][0]) if rows and rows[0][0] else DEFAULT_ROW_GROUP_ROWS
+
+
 def connect(path: str | Path | None = None, *, read_only: bool = False,
-            config: dict | None = None, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
+            config: dict | None = None, settings: dict | None = None,
+            row_groups: int | None = None) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the analyzer database with its views ready.
 
     Args:
@@ -583,6 +633,10 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         settings: DuckDB settings applied with ``SET`` once the connection is ready,
             in order (``analyze sql`` turns off external access, then locks the
             configuration).
+        row_groups: rows per row group in what this connection writes
+            (:data:`INGEST_ROW_GROUP_ROWS` for the ingest); ``None``: DuckDB's.
+            Only for a writable file, and not when this process holds the file
+            already (see :func:`row_group_rows`).
 
     Never downloads an extension (:data:`NO_NETWORK_CONFIG`).
 
@@ -596,7 +650,12 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
     if target != ":memory:":
         _check_file_format(target)
     try:
-        con = duckdb.connect(target, read_only=read_only, config={**NO_NETWORK_CONFIG, **(config or {})})
+        full = {**NO_NETWORK_CONFIG, **(config or {})}
+        con = None
+        if row_groups and not read_only and target != ":memory:":
+            con = _open_attached(target, full, row_groups)
+        if con is None:
+            con = duckdb.connect(target, read_only=read_only, config=full)
     except (duckdb.IOException, duckdb.Error) as exc:
         from .errors import is_write_failure, one_line, WriteError
 

@@ -4,7 +4,7 @@ One streaming pass. Python reads every input a block at a time
 (:mod:`analyzer.linereader`: plain, gzip, standard input; Parquet's ``entry``
 column by row batch) and hands Arrow arrays of numbered lines to DuckDB; it never
 touches a line one by one. Lines from many small files, or from a slice of a big
-one, gather into a batch of a DuckDB row group of lines (or about ``BATCH_BYTES``).
+one, gather into a batch of a DuckDB row group of lines (or fewer, up to a cap on bytes).
 Each batch is two transactions:
 
 1. the store (on a connection of its own, in a thread, while this thread reads
@@ -44,39 +44,47 @@ import duckdb
 
 from . import ingest_sql as sql
 from .batch_lines import LineBatch, batch_schema, chunk_pod
-from .db import discard_unfinished_batches, transaction
+from .db import DEFAULT_ROW_GROUP_ROWS, discard_unfinished_batches, row_group_rows, transaction, use_same_database
 from .errors import ExitCode, InputError
 from .ingest_sql import SNIPPET_CHARS
 from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 
-# At most this many input bytes per batch (override with $ANALYZER_BATCH_BYTES):
-# bounds memory when records are long (the Arrow batch plus DuckDB's working set
-# stay under 1 GB). Room for a whole row group of the week's longest stretch of
-# records (299 MB): a batch cut short is written through the WAL (measured: its
-# store 7.0 s, against 5.4 s whole).
-BATCH_BYTES = int(os.environ.get("ANALYZER_BATCH_BYTES", 320 * 1024 * 1024))
-# Lines per transaction: whole DuckDB row groups (122,880 rows), so no commit
-# leaves a part-filled row group for the next checkpoint to rewrite (measured:
-# that rewrite cost a third of the ingest).
-BATCH_LINES = int(os.environ.get("ANALYZER_BATCH_LINES", 122_880))
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    return int(value) if value else None
+
+
+# A batch's size and how many are stored at once are taken from the connection
+# when a run starts (_Ingest.__init__); these override them ($ANALYZER_BATCH_LINES,
+# $ANALYZER_STORES, $ANALYZER_BATCH_BYTES).
+#
+# Lines per batch (default: the rows of the connection's row groups, 61,440 for the
+# ingest's, analyzer.db.INGEST_ROW_GROUP_ROWS): whole row groups, so no commit
+# leaves a part-filled one; DuckDB appends that row by row through its WAL and
+# checkpoints it (measured: a third of the ingest once; a batch cut short, 7.0 s
+# against 5.4 s whole).
+BATCH_LINES: int | None = _env_int("ANALYZER_BATCH_LINES")
+# Batches stored at once, each by a DuckDB connection of its own in a thread
+# (default: as many as keep DuckDB's 122,880 rows, one of its row groups, being
+# stored at once, at most two: two of the ingest's). Two use both cores: measured
+# on a week's one file, end to end, 21-22 s against 30-32 s for one store of
+# 122,880-row batches, at the same peak RSS (845 against 852 MB).
+_STORES: int | None = _env_int("ANALYZER_STORES")
+# The lines of the batches in flight (stored, or being read) stay under
+# _FLIGHT_BYTES together, so reading ahead holds about one typical batch more,
+# never more than this of the biggest.
+_FLIGHT_BYTES = int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024))
+# At most this many input bytes per batch (default: the flight budget shared by
+# the stores): bounds memory when records are long. Room for a whole row group of
+# the week's longest stretch of records (299 MB per 122,880 lines).
+BATCH_BYTES: int | None = _env_int("ANALYZER_BATCH_BYTES")
 # Bytes read at a time.
-_READ_BLOCK = max(4096, min(8 * 1024 * 1024, BATCH_BYTES // 4))
+_READ_BLOCK = max(4096, min(8 * 1024 * 1024, (BATCH_BYTES or _FLIGHT_BYTES // 2) // 4))
 # Files up to this size (and never over the longest line kept) are read whole,
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
 _SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
-# Batches stored at once, each by a DuckDB connection of its own ($ANALYZER_STORES).
-# Two use both cores (measured on a week's one file, end to end: 24-29 s against
-# 32-34 s) but need DuckDB's bound near 700 MB not to spill, and hold two batches
-# of lines: peak RSS 1.0-1.07 GB. One keeps the whole run under 1 GB.
-_STORES = max(1, int(os.environ.get("ANALYZER_STORES", 1)))
-# The next batch is read while the last one is stored (and the one before it is
-# finished meanwhile): DuckDB's store runs back to back. The lines of the batches
-# in flight (stored, or being read) stay under _FLIGHT_BYTES together, so reading
-# ahead holds about one typical batch more, never two of the biggest.
-_IN_FLIGHT = max(_STORES, 2)
-_FLIGHT_BYTES = max(BATCH_BYTES, int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024)))
 # DuckDB threads while ingesting ($ANALYZER_STORE_THREADS; 0: DuckDB's own number).
 # One: an INSERT on two threads leaves two part row groups that are copied and
 # compressed again at its end (measured: more CPU, no less time); the store
@@ -224,7 +232,13 @@ class _Ingest:
         self.batch = LineBatch()
         self.now = datetime.now(timezone.utc).replace(tzinfo=None)
         self.inflight: deque[_Sealed] = deque()  # stored or being stored, not yet finished
-        self.room = BATCH_BYTES  # what the batch being read may hold (_room)
+        # The batches' shape (see BATCH_LINES, _STORES, BATCH_BYTES).
+        self.lines = BATCH_LINES or row_group_rows(con)
+        self.stores = _STORES or max(1, min(2, DEFAULT_ROW_GROUP_ROWS // self.lines))
+        self.batch_bytes = BATCH_BYTES or _FLIGHT_BYTES // self.stores
+        self.flight_bytes = max(self.batch_bytes, _FLIGHT_BYTES)
+        self.in_flight = max(self.stores, 2)
+        self.room = self.batch_bytes  # what the batch being read may hold (_room)
         self._stores = None  # the store connections' threads, started with the first batch
         self._cursors: list = []
         self._free: list = []
@@ -283,7 +297,7 @@ class _Ingest:
         state.complete = True
         self.batch.touch(state)
         self.done += f.size
-        if self.batch.nbytes >= self.room or self.batch.lines >= BATCH_LINES:
+        if self.batch.nbytes >= self.room or self.batch.lines >= self.lines:
             self.flush()
 
     def read_file(self, todo: _Todo) -> None:
@@ -314,7 +328,7 @@ class _Ingest:
                 else:
                     self._add(state, piece, stdout, pod)
                 self.done = start_done + min(disk[0], f.size or disk[0])
-                if self.batch.nbytes >= self.room or self.batch.lines >= BATCH_LINES:
+                if self.batch.nbytes >= self.room or self.batch.lines >= self.lines:
                     self.flush()
         except FileFailed as exc:
             self._skip(f, str(exc), state)
@@ -330,7 +344,7 @@ class _Ingest:
     def _add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         """Add lines to the batch, cutting a block where the batch reaches whole row groups."""
         while True:
-            room = BATCH_LINES - self.batch.lines
+            room = self.lines - self.batch.lines
             if len(piece.lines) <= room or not piece.exact:
                 break
             if room > 0:
@@ -375,12 +389,10 @@ class _Ingest:
         in a thread of its own) inserts its records and marks the batch in
         ``ingest_pending``. The finish (on this connection, batch after batch)
         judges the other lines, de-duplicates, writes quarantine, events and the
-        files' progress, and clears the mark. So while DuckDB stores a batch on
-        one core, this thread finishes the one before and reads the next on the
-        other: the stores run back to back (measured on a week: the finishing and
-        reading that came between them were a fifth of the ingest). DuckDB's
-        INSERT of one batch uses one core well and two poorly (measured); with
-        ``ANALYZER_STORES=2`` two batches are stored at once.
+        files' progress, and clears the mark. DuckDB's INSERT of one batch uses
+        one core well and two poorly (measured), so ``self.stores`` batches (two
+        with the ingest's row groups) are stored at once, each on one core, while
+        this thread finishes the ones before and reads the next.
         A run killed between the two leaves a marked batch, which the next
         connection removes (:func:`analyzer.db.discard_unfinished_batches`): the
         files' progress was not advanced, so its lines are read again.
@@ -405,14 +417,14 @@ class _Ingest:
         # Read ahead only into room for a whole row group of lines like these: a batch
         # of fewer rows is not written as its own row groups but appended row by row
         # through the WAL at commit, then checkpointed (measured: seconds a batch).
-        whole = min(BATCH_BYTES, int(1.1 * BATCH_LINES * sealed.nbytes / max(1, len(sealed.table))))
-        while self.inflight and (len(self.inflight) >= _IN_FLIGHT or self._room() < whole):
+        whole = min(self.batch_bytes, int(1.1 * self.lines * sealed.nbytes / max(1, len(sealed.table))))
+        while self.inflight and (len(self.inflight) >= self.in_flight or self._room() < whole):
             self._finish(self.inflight.popleft())
         self.room = self._room()
 
     def _room(self) -> int:
         """The bytes the batch being read may hold, beside the batches in flight."""
-        return min(BATCH_BYTES, _FLIGHT_BYTES - sum(s.nbytes for s in self.inflight))
+        return min(self.batch_bytes, self.flight_bytes - sum(s.nbytes for s in self.inflight))
 
     def drain(self) -> None:
         """Finish every batch handed to a store connection."""
@@ -445,13 +457,15 @@ class _Ingest:
             from .interrupt import track
 
             self._cursors = []
-            for _ in range(_STORES):
+            database = self.con.execute("SELECT current_database()").fetchall()[0][0]
+            for _ in range(self.stores):
                 cur = self.con.cursor()
+                use_same_database(cur, database)  # a cursor starts in DuckDB's in-memory one
                 cur.execute("SET TimeZone = 'UTC'")  # as analyzer.db.connect: timestamps are UTC
                 track(cur)
                 self._cursors.append(cur)
             self._free = list(self._cursors)
-            self._stores = ThreadPoolExecutor(max_workers=_STORES, thread_name_prefix="analyzer-store")
+            self._stores = ThreadPoolExecutor(max_workers=self.stores, thread_name_prefix="analyzer-store")
         return self._stores
 
     def _store(self, s: "_Sealed") -> int:

@@ -209,3 +209,35 @@ print(json.dumps([max(seen), len(seen), ing._READ_BLOCK, report.new_records]))
     most, flushes, block, new = json.loads(p.stdout)
     assert new == 600 and flushes > 5
     assert most <= 24576 + block, (most, block)
+
+
+def test_the_ingests_row_groups_two_batches_stored_at_once_give_the_same_database(tmp_path, monkeypatch):
+    """The ingest's connection (row groups of N rows): batches of N lines, two stored at once, by default."""
+    reference = _ingest(tmp_path / "one.duckdb", SAMPLE, monkeypatch, stores=1, batch_lines=700)
+    monkeypatch.setattr(ingestion, "_STORES", None)  # the defaults: sized from the connection
+    monkeypatch.setattr(ingestion, "BATCH_LINES", None)
+    shapes = []
+    init = ingestion._Ingest.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        shapes.append((self.lines, self.stores))
+
+    monkeypatch.setattr(ingestion._Ingest, "__init__", spy)
+    db = tmp_path / "rows.duckdb"
+    con = connect(db, row_groups=2048)
+    try:
+        report = ingest(con, [str(i) for i in SAMPLE])
+        per_batch = con.execute("SELECT count(*) FROM records GROUP BY ingest_batch").fetchall()
+        groups, most = con.execute("SELECT count(DISTINCT row_group_id), max(count) "
+                                   "FROM pragma_storage_info('records')").fetchall()[0]
+    finally:
+        con.close()
+    assert shapes == [(2048, 2)]
+    assert _counts(report) == _counts(reference)
+    assert len(per_batch) > 2 and max(n for (n,) in per_batch) <= 2048  # batches of a row group of lines
+    assert groups > 2 and most == 2048
+    a, b = _content(tmp_path / "one.duckdb"), _content(db)
+    assert b["pending"] == 0
+    for name in _CONTENT:
+        assert b[name] == a[name], name

@@ -94,7 +94,7 @@ def run_main_job(
     :mod:`analyzer.holdings`). Returns the summary dict.
     """
     with modules_loading():
-        from ..db import connect
+        from ..db import INGEST_ROW_GROUP_ROWS, connect
         from ..holdings import changes, holdings, plan_wedge_window
         from ..ingestion import ingest
         from ..metrics import parse_duration
@@ -127,7 +127,7 @@ def run_main_job(
 
         check_metric_paths(metrics)
     sources = discover_inputs(files)  # a missing input fails before a database is created
-    con = connect(db)
+    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
     try:
         before = holdings(con)
         stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
