@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-import errno
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
 from .commands.loading import modules_loading
 from .errors import AnalyzerError, ExitCode
+from .launch import guarded
 
 with modules_loading():  # typer's objects live until exit: no collector walks over them
     import typer
@@ -202,31 +201,9 @@ def forget_cmd(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``analyze`` console script."""
-    from .interrupt import install_interrupt_handler, restore_interrupt_handler
-
-    previous = install_interrupt_handler()
-    try:
-        _main(argv)
-    finally:
-        restore_interrupt_handler(previous)
-
-
-def _main(argv: list[str] | None) -> None:
-    from .interrupt import Interrupted
-
-    try:
-        args = _route(list(sys.argv[1:] if argv is None else argv))
-        code = app(args=args, prog_name="analyze", standalone_mode=False)
-        sys.stdout.flush()
-    except (Interrupted, KeyboardInterrupt):
-        _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
-    except BrokenPipeError:
-        _quiet_closed_pipe()
-    except BaseException as err:  # noqa: BLE001 - every way out says one line
-        _exit_for(err)
-    else:
-        raise SystemExit(code if isinstance(code, int) else 0)
+    """The command line through typer: every command (the console script is :mod:`analyzer.launch`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    guarded(lambda: app(args=_route(args), prog_name="analyze", standalone_mode=False))
 
 
 def _route(args: list[str]) -> list[str]:
@@ -249,98 +226,6 @@ def _route(args: list[str]) -> list[str]:
             raise AnalyzerError(f"no such command or file {first!r}; did you mean `analyze {close[0]}`? "
                                 f"(commands: {', '.join(commands)})", ExitCode.USAGE)
     return _metric_lists(["run", *args])
-
-
-def _exit_for(err: BaseException) -> None:
-    """One line on stderr and the documented exit code for whatever ended the command."""
-    from .errors import is_write_failure
-    from .interrupt import was_interrupted
-
-    if isinstance(err, SystemExit):
-        ctx = err.__context__  # typer turns a closed pipe into exit 1: it is not a failure
-        if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
-            _quiet_closed_pipe()
-        raise err
-    if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
-        _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
-    exits, click_errors, usage_errors, aborts = _click_exceptions()
-    if isinstance(err, exits):
-        raise SystemExit(err.exit_code)
-    if isinstance(err, click_errors):
-        hint = ""
-        if isinstance(err, usage_errors) and getattr(err, "ctx", None) is not None:  # one line, and where to look
-            hint = f" (`{err.ctx.command_path} -h` lists the options)"
-        _fail(err.format_message() + hint, err.exit_code)
-    if isinstance(err, aborts):
-        _fail("aborted", int(ExitCode.FAILED))
-    if isinstance(err, OSError) and err.errno == errno.EPIPE:
-        _quiet_closed_pipe()
-    if isinstance(err, AnalyzerError):
-        cause = err.__cause__
-        if err.exit_code == ExitCode.FAILED and cause is not None and is_write_failure(cause):
-            _fail(str(err), int(ExitCode.CANNOT_WRITE))  # e.g. the export's "cannot write" on a full disk
-        _fail(str(err), int(err.exit_code))
-    if is_write_failure(err):  # disk full, no permission, read-only file system
-        where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
-        text = (err.strerror or str(err)) if isinstance(err, OSError) else str(err)
-        _fail(f"cannot write{where}: {text}", int(ExitCode.CANNOT_WRITE))
-    if isinstance(err, OSError):  # a vanished file and the like: say so in one line
-        _fail(f"{err.strerror or err}: {err.filename}" if err.filename else str(err), int(ExitCode.FAILED))
-    if isinstance(err, Exception):  # a bug: one line, the traceback on request
-        if os.environ.get("ANALYZER_DEBUG"):
-            raise err
-        _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
-              int(ExitCode.FAILED))
-    raise err
-
-
-def _click_exceptions() -> tuple[tuple, tuple, tuple, tuple]:
-    """(exit, error, usage error, abort) classes of click and of the copy of click typer carries."""
-    import click
-
-    mods = [click.exceptions]
-    try:
-        import typer._click.exceptions as vendored  # typer >= 0.2x parses with its own click
-
-        mods.append(vendored)
-    except ImportError:
-        pass
-
-    def of(name: str) -> tuple:
-        return tuple(getattr(m, name) for m in mods if hasattr(m, name))
-
-    return (of("Exit") + (typer.Exit,), of("ClickException"), of("UsageError"), of("Abort") + (typer.Abort,))
-
-
-def _quiet_closed_pipe() -> None:
-    """`analyze ... | head -1`: the reader has what it wants; end quietly with 0."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
-        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush into the pipe
-        if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):  # `2>&1 | head`: the same pipe
-            os.dup2(devnull, sys.stderr.fileno())
-    except (OSError, ValueError):
-        pass
-    raise SystemExit(0)
-
-
-def _fail(message: str, code: int, raw: bool = False) -> None:
-    """Print ``analyze: error: MESSAGE`` as one safe line (the whole message under ANALYZER_DEBUG=1)."""
-    from .errors import one_line
-    from .safetext import terminal_text
-
-    if raw:
-        text = message
-    elif os.environ.get("ANALYZER_DEBUG"):  # the whole message, DuckDB's SQL and caret included
-        text = "\n".join(terminal_text(line) for line in str(message).splitlines())
-    else:
-        text = terminal_text(one_line(message))
-    try:
-        print(f"analyze: error: {text}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
-    raise SystemExit(code)
 
 
 def _metric_lists(args: list[str]) -> list[str]:

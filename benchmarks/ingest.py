@@ -46,6 +46,9 @@ ROWS = ("floor", "store", "stdlib", "analyze-one", "analyze-one-store", "analyze
         "analyze-3x", "phases", "incremental", "noop", "report", "metrics")
 # A row that needs another row's database runs that row too.
 NEEDS = {"noop": "analyze-chunks", "incremental": "analyze-3x", "report": "analyze-one"}
+# How the children start the analyzer: as the `analyze` console script does
+# (`python -m analyzer`, analyzer.launch), or `analyzer.cli` for a tree from before it.
+ENTRY = ["-m", "analyzer.cli"]
 
 # The `analyze-one-store` row: one batch stored at a time (the default stores two),
 # to show in the same run what the second store gives.
@@ -233,7 +236,7 @@ def generate(base: Path, sessions: int) -> dict:
 def measure(argv: list[str], cwd: Path, env_extra: dict | None = None) -> dict:
     """Run ``python argv`` in ``cwd``; return wall seconds, its peak RSS (MB) and stdout.
 
-    ``cwd`` is outside every source tree, so ``-m analyzer.cli`` imports the analyzer
+    ``cwd`` is outside every source tree, so ``-m analyzer`` imports the analyzer
     that PYTHONPATH names (Python puts the working directory first on ``sys.path``).
     """
     # As a user runs it: an installed package has its bytecode compiled (a shell with
@@ -258,7 +261,7 @@ def measure(argv: list[str], cwd: Path, env_extra: dict | None = None) -> dict:
 
 def analyze(inputs: list[str], db: Path, cwd: Path, env_extra: dict | None = None) -> dict:
     """`analyze INPUTS --db DB --json` as a user runs it: wall, peak RSS, what it stored."""
-    run = measure(["-m", "analyzer.cli", *inputs, "--db", str(db), "--json"], cwd, env_extra)
+    run = measure([*ENTRY, *inputs, "--db", str(db), "--json"], cwd, env_extra)
     summary = json.loads(run.pop("stdout"))
     ingest = summary.get("ingest", {})
     return {**run, "new_records": ingest.get("new_records"), "files_ingested": ingest.get("files_ingested"),
@@ -479,12 +482,12 @@ class Bench:
         runs = [analyze([self.s3], self.run / "chunks.duckdb", self.run) for _ in range(3)]
         out = min(runs, key=lambda r: r["wall_s"])
         out["runs_s"] = [r["wall_s"] for r in runs]
-        out["startup_s"] = measure(["-m", "analyzer.cli", "--help"], self.run)["wall_s"]
+        out["startup_s"] = measure([*ENTRY, "--help"], self.run)["wall_s"]
         return out
 
     def report(self) -> dict:
         """`analyze report` from the one-file database."""
-        run = measure(["-m", "analyzer.cli", "report", "--db", str(self.run / "one.duckdb"),
+        run = measure([*ENTRY, "report", "--db", str(self.run / "one.duckdb"),
                        "-o", str(self.run / "report.html")], self.run)
         run.pop("stdout")
         run["html_mb"] = (self.run / "report.html").stat().st_size / MB
@@ -615,7 +618,7 @@ def _mb(x) -> str:
 def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None:
     """The human-readable report of one run."""
     p = print
-    p(f"analyzer under test: {ident['path']}  [{ident['commit']}]")
+    p(f"analyzer under test: {ident['path']}  [{ident['commit']}], run as `{ident.get('entry', 'python -m analyzer.cli')}`")
     if "changed_during_run" in ident:
         p(f"WARNING: the analyzer changed during the run, to [{ident['changed_during_run']}]: "
           "rows ran on different versions")
@@ -736,6 +739,10 @@ def main() -> None:
     sessions = opts.sessions or (QUICK_SESSIONS if opts.quick else FULL_SESSIONS)
 
     ident = _analyzer_identity()
+    global ENTRY
+    if os.path.exists(os.path.join(ident["path"], "__main__.py")):
+        ENTRY = ["-m", "analyzer"]  # what the `analyze` console script runs (analyzer.launch)
+    ident["entry"] = " ".join(["python", *ENTRY])
     facts = generate(opts.dir, sessions)
     run_dir = opts.dir / f"run-{os.getpid()}"
     run_dir.mkdir(parents=True)

@@ -345,6 +345,8 @@ def run(tmpdir: str | Path, *, scrape_bytes: int = 1024**3, data_dir: str | Path
                          ("analyze logs --metrics CSV + query_range", ["--metrics", str(data / "samples.csv"), *json_files])):
         db = tmp / "analyze.duckdb"
         db.unlink(missing_ok=True)
+        # Both through typer (analyzer.cli): the console script parses the run without
+        # metrics itself (analyzer.launch), which would count typer's start as the metrics'.
         wall, rss, out = _child(["-m", "analyzer.cli", logs, "--db", str(db), *extra, "--json"])
         rows.append((label, wall, rss))
         CPU[label] = CPU["last"]

@@ -101,7 +101,9 @@ def test_a_closed_pipe_ends_quietly_with_0(week_db):
     db = str(week_db)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = f"{sys.executable} -m analyzer.cli"
+    logs = ROOT / "sample_logs" / "s3"
     for cmd in (f"{py} --db {db} | head -1",
+                f"{sys.executable} -m analyzer {logs} --db {db} | head -1",  # the console script's own parse
                 f"{py} sql 'SELECT * FROM range(200000)' --db {db} | head -1",
                 f"{py} sql 'SELECT * FROM turns' --db {db} 2>&1 | head -1",
                 f"{py} --db {db} --json | head -1"):
@@ -122,11 +124,13 @@ def _big_logs(folder: Path, files: int = 24, pairs: int = 1000) -> Path:
     return folder
 
 
-def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consistent(tmp_path):
+# The console script (analyzer.launch parses the plain main job itself) and typer's way.
+@pytest.mark.parametrize("entry", ["analyzer", "analyzer.cli"])
+def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consistent(tmp_path, entry):
     logs = _big_logs(tmp_path / "big")
     db = tmp_path / "big.duckdb"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANALYZER_BATCH_BYTES": "600000"}  # many small transactions
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", str(logs), "--db", str(db), "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", entry, str(logs), "--db", str(db), "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     deadline = time.monotonic() + 60
     while not Path(f"{db}.wal").exists() and time.monotonic() < deadline and proc.poll() is None:
