@@ -77,8 +77,8 @@ _STORES: int | None = _env_int("ANALYZER_STORES")
 # never more than this of the biggest.
 _FLIGHT_BYTES = int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024))
 # At most this many input bytes per batch (default: the flight budget shared by
-# the stores): bounds memory when records are long. Room for a whole row group of
-# the week's longest stretch of records (299 MB per 122,880 lines).
+# the stores): bounds memory when records are long. Room for a whole batch of the
+# week's longest stretch of records (150 MB per 61,440 lines).
 BATCH_BYTES: int | None = _env_int("ANALYZER_BATCH_BYTES")
 # Bytes read at a time.
 _READ_BLOCK = max(4096, min(8 * 1024 * 1024, (BATCH_BYTES or _FLIGHT_BYTES // 2) // 4))
