@@ -15,7 +15,7 @@ from .linereader import LineBlock, arrow
 
 
 class LineBatch:
-    """Lines gathered for one transaction, and the file progress they complete."""
+    """Lines gathered for one batch (stored, then finished), and the file progress they complete."""
 
     def __init__(self) -> None:
         self.pieces: list = []  # Arrow record batches shaped like batch_schema()

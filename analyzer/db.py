@@ -8,6 +8,7 @@ a new one. New columns are nullable, with a comment saying what older rows hold.
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from contextlib import contextmanager
@@ -476,6 +477,27 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
+# Ingests running in this process. Only one process writes a database file
+# (DuckDB locks it), so a batch pending while none runs here was left by a killed
+# run; while one runs, its batches are pending on purpose, and another connection
+# this process opens to the same file (sharing its DuckDB instance) leaves them.
+_INGESTS = threading.Lock()
+_ingests_running = 0
+
+
+@contextmanager
+def ingest_running() -> Iterator[None]:
+    """Mark an ingest as running in this process (see :func:`connect`'s clean-up)."""
+    global _ingests_running
+    with _INGESTS:
+        _ingests_running += 1
+    try:
+        yield
+    finally:
+        with _INGESTS:
+            _ingests_running -= 1
+
+
 def discard_unfinished_batches(con: duckdb.DuckDBPyConnection) -> int:
     """Remove the records of batches stored but never finished; return how many batches.
 
@@ -512,17 +534,18 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return applied
 
 
-#: Settings of every connection: DuckDB never downloads or auto-loads an extension
-#: (a SQLite file would otherwise make it fetch sqlite_scanner from the network).
 #: Rows per DuckDB row group in what the ingest writes (ATTACH's ROW_GROUP_SIZE;
 #: DuckDB's own, and what other connections write, is DEFAULT_ROW_GROUP_ROWS).
 #: A batch is one row group, and half of DuckDB's lets two batches be stored at
-#: once, each a whole row group, in the memory one of DuckDB's took (measured on
-#: a week's one file, end to end: 21-22 s against 30-32 s, peak RSS 845 against
-#: 852 MB; the output identical). Row groups of both sizes live in one file.
+#: once, each a whole row group, in the memory one of DuckDB's took: on a week's
+#: one file, benchmarks/ingest.py printed 21.00 s at 798 MB peak RSS, where the
+#: last run of 122,880-row batches stored one at a time printed 32.91 s at 840 MB
+#: (the `--json` output identical). Row groups of both sizes live in one file.
 INGEST_ROW_GROUP_ROWS = 61_440
 DEFAULT_ROW_GROUP_ROWS = 122_880
 
+#: Settings of every connection: DuckDB never downloads or auto-loads an extension
+#: (a SQLite file would otherwise make it fetch sqlite_scanner from the network).
 NO_NETWORK_CONFIG = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -690,7 +713,8 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
     else:
         try:
             migrate(con)
-            discard_unfinished_batches(con)  # a run killed inside a batch
+            if not _ingests_running:
+                discard_unfinished_batches(con)  # a run killed inside a batch
             from .queries import create_views
 
             create_views(con)

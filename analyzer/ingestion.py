@@ -44,7 +44,8 @@ import duckdb
 
 from . import ingest_sql as sql
 from .batch_lines import LineBatch, batch_schema, chunk_pod
-from .db import DEFAULT_ROW_GROUP_ROWS, discard_unfinished_batches, row_group_rows, transaction, use_same_database
+from .db import (DEFAULT_ROW_GROUP_ROWS, discard_unfinished_batches, ingest_running, row_group_rows, transaction,
+                 use_same_database)
 from .errors import ExitCode, InputError
 from .ingest_sql import SNIPPET_CHARS
 from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
@@ -68,9 +69,9 @@ def _env_int(name: str) -> int | None:
 BATCH_LINES: int | None = _env_int("ANALYZER_BATCH_LINES")
 # Batches stored at once, each by a DuckDB connection of its own in a thread
 # (default: as many as keep DuckDB's 122,880 rows, one of its row groups, being
-# stored at once, at most two: two of the ingest's). Two use both cores: measured
-# on a week's one file, end to end, 21-22 s against 30-32 s for one store of
-# 122,880-row batches, at the same peak RSS (845 against 852 MB).
+# stored at once, at most two: two of the ingest's). Two use both cores: on a
+# week's one file, benchmarks/ingest.py's analyze-one and analyze-one-store rows
+# printed 21.00 s against 29.33 s (798 against 737 MB peak RSS).
 _STORES: int | None = _env_int("ANALYZER_STORES")
 # The lines of the batches in flight (stored, or being read) stay under
 # _FLIGHT_BYTES together, so reading ahead holds about one typical batch more,
@@ -80,7 +81,8 @@ _FLIGHT_BYTES = int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024))
 # the stores): bounds memory when records are long. Room for a whole batch of the
 # week's longest stretch of records (150 MB per 61,440 lines).
 BATCH_BYTES: int | None = _env_int("ANALYZER_BATCH_BYTES")
-# Bytes read at a time.
+# Bytes read at a time (a quarter of a batch of the two stores' size; reading is
+# not what bounds memory: the batches in flight are).
 _READ_BLOCK = max(4096, min(8 * 1024 * 1024, (BATCH_BYTES or _FLIGHT_BYTES // 2) // 4))
 # Files up to this size (and never over the longest line kept) are read whole,
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
@@ -173,9 +175,7 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
             else:
                 todo.append(_Todo(f, file_id))
             continue
-        if size == f.size and mtime == f.mtime:
-            report.files_unchanged += 1
-            continue
+        # (size and time as registered were told unchanged above)
         if size == f.size and fp == f.fingerprint():
             con.execute("UPDATE source_files SET mtime = ? WHERE file_id = ?", [f.mtime, file_id])
             report.files_unchanged += 1
@@ -385,7 +385,7 @@ class _Ingest:
     def flush(self) -> None:
         """Hand the gathered batch to a store connection, finish the one before, and return to read on.
 
-        A batch is two transactions. The store (on one of ``_STORES`` connections,
+        A batch is two transactions. The store (on one of ``self.stores`` connections,
         in a thread of its own) inserts its records and marks the batch in
         ``ingest_pending``. The finish (on this connection, batch after batch)
         judges the other lines, de-duplicates, writes quarantine, events and the
@@ -694,7 +694,7 @@ def ingest(
     run = _Ingest(con, report, strict, progress, total)
     if progress:
         progress(0, total)
-    with _ingest_settings(con):
+    with ingest_running(), _ingest_settings(con):
         try:
             run.read_all(_ordered(todo))
             run.drain()

@@ -2,8 +2,9 @@
 
 ``analyze FILES... [--db PATH] [--json]`` with files that exist is what a
 scheduled job runs again and again, and when nothing changed it takes half a
-second, a tenth of which was loading typer and building the command line
-(measured on 9,834 unchanged chunks: 0.50 s, and typer alone 50 ms). That form
+second, some of it loading typer and building the command line (on 9,834
+unchanged chunks, median of 15 interleaved runs: 0.61 s this way, 0.65 s
+through typer; benchmarks/ingest.py's `noop` row prints both). That form
 is parsed here and handed to :func:`analyzer.commands.run.run`, with the same
 defaults, errors and exit codes; every other command line goes to
 :mod:`analyzer.cli` (typer), and so does this one when anything else is on it.
@@ -110,7 +111,7 @@ def _exit_for(err: BaseException) -> None:
         raise err
     if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
         _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
-    if not isinstance(err, AnalyzerError):  # (the main job raises no click error: no typer to load)
+    if "typer" in sys.modules:  # only typer's parse raises click's errors (the short way loads neither)
         exits, click_errors, usage_errors, aborts = _click_exceptions()
         if isinstance(err, exits):
             raise SystemExit(err.exit_code)
@@ -144,10 +145,15 @@ def _exit_for(err: BaseException) -> None:
 
 def _click_exceptions() -> tuple[tuple, tuple, tuple, tuple]:
     """(exit, error, usage error, abort) classes of click and of the copy of click typer carries."""
-    import click
     import typer
 
-    mods = [click.exceptions]
+    mods = []
+    try:  # a click of its own, when installed (typer >= 0.2x does not need it)
+        import click
+
+        mods.append(click.exceptions)
+    except ImportError:
+        pass
     try:
         import typer._click.exceptions as vendored  # typer >= 0.2x parses with its own click
 

@@ -42,7 +42,7 @@ class ClassifyReport:
     new_feature_rows: int = 0
     rebuilt: str = "none"  # 'all' | 'incremental' | 'none'
     #: :func:`records_signature` of the records the classification now matches
-    records_signature: str = ""
+    records_signature: str | None = None
 
 
 

@@ -48,7 +48,7 @@ ROWS = ("floor", "store", "stdlib", "analyze-one", "analyze-one-store", "analyze
 NEEDS = {"noop": "analyze-chunks", "incremental": "analyze-3x", "report": "analyze-one"}
 # How the children start the analyzer: as the `analyze` console script does
 # (`python -m analyzer`, analyzer.launch), or `analyzer.cli` for a tree from before it.
-ENTRY = ["-m", "analyzer.cli"]
+ENTRY = TYPER_ENTRY = ["-m", "analyzer.cli"]
 
 # The `analyze-one-store` row: one batch stored at a time (the default stores two),
 # to show in the same run what the second store gives.
@@ -259,9 +259,10 @@ def measure(argv: list[str], cwd: Path, env_extra: dict | None = None) -> dict:
             "stdout": out.decode()}
 
 
-def analyze(inputs: list[str], db: Path, cwd: Path, env_extra: dict | None = None) -> dict:
+def analyze(inputs: list[str], db: Path, cwd: Path, env_extra: dict | None = None,
+            entry: list[str] | None = None) -> dict:
     """`analyze INPUTS --db DB --json` as a user runs it: wall, peak RSS, what it stored."""
-    run = measure([*ENTRY, *inputs, "--db", str(db), "--json"], cwd, env_extra)
+    run = measure([*(entry or ENTRY), *inputs, "--db", str(db), "--json"], cwd, env_extra)
     summary = json.loads(run.pop("stdout"))
     ingest = summary.get("ingest", {})
     return {**run, "new_records": ingest.get("new_records"), "files_ingested": ingest.get("files_ingested"),
@@ -479,9 +480,16 @@ class Bench:
 
     def noop(self) -> dict:
         """`analyze s3/` again on its own database: nothing new to read (best of 3: start-up is short and noisy)."""
-        runs = [analyze([self.s3], self.run / "chunks.duckdb", self.run) for _ in range(3)]
+        db = self.run / "chunks.duckdb"
+        runs, typer_runs = [], []
+        for _ in range(3):  # interleaved with the same re-run through typer (analyzer.cli), when the two differ
+            runs.append(analyze([self.s3], db, self.run))
+            if ENTRY != TYPER_ENTRY:
+                typer_runs.append(analyze([self.s3], db, self.run, entry=TYPER_ENTRY))
         out = min(runs, key=lambda r: r["wall_s"])
         out["runs_s"] = [r["wall_s"] for r in runs]
+        if typer_runs:
+            out["typer_s"] = min(r["wall_s"] for r in typer_runs)
         out["startup_s"] = measure([*ENTRY, "--help"], self.run)["wall_s"]
         return out
 
@@ -687,7 +695,8 @@ def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None
         r = rows["noop"]
         line("no-op re-run, chunk folder", r["wall_s"], r["rss_mb"],
              f"best of 3, {r['cpu_s']:.2f} CPU-s, {r['files_unchanged'] or 0:,} files unchanged; "
-             f"`analyze --help` alone {r['startup_s']:.2f} s")
+             + (f"through typer (analyzer.cli) {r['typer_s']:.2f} s; " if "typer_s" in r else "")
+             + f"`analyze --help` alone {r['startup_s']:.2f} s")
     if not failed("report"):
         r = rows["report"]
         line("report render (analyze report), one-file db", r["wall_s"], r["rss_mb"],

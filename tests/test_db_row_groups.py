@@ -67,9 +67,15 @@ def test_a_file_named_like_duckdbs_own_databases_opens(tmp_path):
     for name in ("memory", "temp", "system", "main"):
         con = connect(tmp_path / f"{name}.duckdb", row_groups=2048)
         try:
-            assert con.execute("SELECT count(*) FROM records").fetchall() == [(0,)]
+            con.execute("CREATE TABLE t AS SELECT range AS i FROM range(5000)")
         finally:
             con.close()
+        again = connect(tmp_path / f"{name}.duckdb", read_only=True)  # it was the file that was written
+        try:
+            assert again.execute("SELECT count(*) FROM _migrations").fetchall()[0][0] > 0
+            assert again.execute("SELECT count(*) FROM t").fetchall() == [(5000,)]
+        finally:
+            again.close()
 
 
 def test_a_locked_file_fails_as_before(tmp_path):

@@ -241,3 +241,27 @@ def test_the_ingests_row_groups_two_batches_stored_at_once_give_the_same_databas
     assert b["pending"] == 0
     for name in _CONTENT:
         assert b[name] == a[name], name
+
+
+def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(tmp_path, monkeypatch):
+    """A writable connection removes the batches a killed run left pending, but not
+    those of an ingest running in this process (a notebook's second connection
+    shares the ingest's DuckDB instance): they are pending on purpose."""
+    path = _big_file(tmp_path)
+    reference = _ingest(tmp_path / "reference.duckdb", [path], monkeypatch, stores=1, batch_lines=122_880)
+    db = tmp_path / "a.duckdb"
+    finish = ingestion._Ingest._finish
+    seen = []
+
+    def open_another_first(self, sealed):
+        sealed.future.result()  # stored, not finished: pending
+        other = connect(db)  # the same file, this process: the same instance
+        seen.append(other.execute("SELECT count(*) FROM ingest_pending").fetchall()[0][0])
+        other.close()
+        finish(self, sealed)
+
+    monkeypatch.setattr(ingestion._Ingest, "_finish", open_another_first)
+    report = _ingest(db, [path], monkeypatch, stores=2, batch_lines=60)
+    assert seen and min(seen) >= 1  # each time, its batch was still there to finish
+    assert _counts(report) == _counts(reference)
+    assert _content(db)["records"] == _content(tmp_path / "reference.duckdb")["records"]

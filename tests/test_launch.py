@@ -119,5 +119,11 @@ def test_the_short_way_loads_no_typer(tmp_path):
         assert p.returncode == 0 and loaded["code"] in (0, None), p.stderr
         top = {m.split(".")[0] for m in loaded["modules"]}
         assert "duckdb" in top and not top & {"typer", "click", "pydantic", "rich"}
+    (tmp_path / "x.duckdb").write_text("not a database\n", encoding="utf-8")  # and when it fails
+    p = subprocess.run([sys.executable, "-c", code, str(listing), str(logs), "--db", str(tmp_path / "x.duckdb")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    loaded = json.loads(listing.read_text(encoding="utf-8"))
+    assert loaded["code"] not in (0, None) and p.stderr.startswith("analyze: error: ") and p.stderr.count("\n") == 1
+    assert not {m.split(".")[0] for m in loaded["modules"]} & {"typer", "click"}
     help_run = subprocess.run([sys.executable, "-m", "analyzer", "--help"], capture_output=True, text=True, timeout=60)
     assert help_run.returncode == 0 and "Usage: analyze" in help_run.stdout  # everything else: typer's

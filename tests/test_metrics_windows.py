@@ -484,7 +484,7 @@ def test_a_single_series_timeline_is_the_merged_one():
     (strictly increasing instants) through the shortcut; a series that repeats an
     instant falls back to the merge. All three agree on every change and gap.
     """
-    from analyzer.metrics.windows import _GAP, _INC, _RESET, _timeline
+    from analyzer.metrics.windows import _GAP, _INC, _RESET, _single_timeline, _timeline
 
     rng = random.Random(7)
     seen = set()
@@ -495,9 +495,11 @@ def test_a_single_series_timeline_is_the_merged_one():
             series.append((t, float(rng.choice([0, 3, 3, 4, 9]))))
         w_us = rng.choice([15, 30, 300])
         times, changes = _timeline([series], w_us)
+        assert _single_timeline(series, w_us) == (times, changes)  # the shortcut, itself
         assert (times, changes) == _timeline([series, list(series)], w_us)
         if series:
             repeated = series + [series[-1]]
+            assert _single_timeline(repeated, w_us) is None  # not taken: the merge decides
             assert _timeline([repeated], w_us) == _timeline([repeated, list(repeated)], w_us)
         seen.update(changes)
     assert {_GAP, _INC, _RESET} <= seen  # the draws reached every kind of change

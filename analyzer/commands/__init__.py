@@ -3,7 +3,8 @@
 Each module opens the database, calls the library (which returns data and
 raises errors in its own terms) and prints the result through
 :mod:`analyzer.terminal` (or as JSON). :mod:`analyzer.cli` parses the options
-and calls these; nothing else lives here.
+and calls these (:mod:`analyzer.launch` parses the plain main job itself and calls
+:mod:`.run`); nothing else lives here.
 
 - :mod:`.run`: ``analyze FILES...`` / ``analyze run`` (the main job, the stored summary, ``--fail-on``)
 - :mod:`.sql`: ``analyze sql``
