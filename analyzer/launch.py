@@ -41,9 +41,13 @@ def main(argv: list[str] | None = None) -> None:
     files, db, json_out = plain
 
     def call() -> int:
+        from .rerun import replay
+
+        if replay(files, db, json_out):  # nothing changed since the last run: its output, without DuckDB
+            return 0
         from .commands.run import run
 
-        run(files=files, db=db, json_out=json_out)
+        run(files=files, db=db, json_out=json_out, record_rerun=True)
         return 0
 
     guarded(call)

@@ -96,6 +96,15 @@ def _pct(rate: float) -> str:
     return f"{rate * 100:.1f}%"
 
 
+def summary_text(summary: dict[str, Any]) -> str:
+    """The summary's tables as :func:`print_summary` prints them into a pipe or a file."""
+    import io
+
+    buf = io.StringIO()
+    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=140))
+    return buf.getvalue()
+
+
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
     # Piped output gets a fixed, wide layout instead of rich's 80-column default.

@@ -53,6 +53,8 @@ ENTRY = TYPER_ENTRY = ["-m", "analyzer.cli"]
 # The `analyze-one-store` row: one batch stored at a time (the default stores two),
 # to show in the same run what the second store gives.
 ONE_STORE = {"ANALYZER_STORES": "1"}
+# The `noop` row's full path: DuckDB opened and every file planned, no replay (analyzer.rerun).
+NO_REPLAY = {"ANALYZER_NO_REPLAY": "1"}
 
 # The fields the classifier reads, typed, for the floor.
 FLOOR_COLUMNS = {
@@ -279,7 +281,7 @@ def child(name: str, *args: str, cwd: Path) -> dict:
 
 def fresh(path: Path) -> Path:
     """``path`` with any database (and WAL) left there removed."""
-    for p in (path, Path(str(path) + ".wal")):
+    for p in (path, Path(str(path) + ".wal"), Path(str(path) + ".rerun")):  # .rerun: analyzer.rerun's record
         p.unlink(missing_ok=True)
     return path
 
@@ -479,15 +481,23 @@ class Bench:
         return {"empty": empty, "into_3x": month, "ratio": month["wall_s"] / empty["wall_s"]}
 
     def noop(self) -> dict:
-        """`analyze s3/` again on its own database: nothing new to read (best of 3: start-up is short and noisy)."""
+        """`analyze s3/` again on its own database, three times: nothing new to read.
+
+        The first re-run follows the ingest of `analyze-chunks`, as a scheduler's
+        does. The figure is the slowest of the three; beside each, the same re-run
+        by the full path (ANALYZER_NO_REPLAY=1: DuckDB opened, every file planned)
+        and, when the two differ, through typer (analyzer.cli), interleaved.
+        """
         db = self.run / "chunks.duckdb"
-        runs, typer_runs = [], []
-        for _ in range(3):  # interleaved with the same re-run through typer (analyzer.cli), when the two differ
+        runs, full_runs, typer_runs = [], [], []
+        for _ in range(3):
             runs.append(analyze([self.s3], db, self.run))
+            full_runs.append(analyze([self.s3], db, self.run, NO_REPLAY))
             if ENTRY != TYPER_ENTRY:
                 typer_runs.append(analyze([self.s3], db, self.run, entry=TYPER_ENTRY))
-        out = min(runs, key=lambda r: r["wall_s"])
+        out = max(runs, key=lambda r: r["wall_s"])
         out["runs_s"] = [r["wall_s"] for r in runs]
+        out["full_s"] = min(r["wall_s"] for r in full_runs)
         if typer_runs:
             out["typer_s"] = min(r["wall_s"] for r in typer_runs)
         out["startup_s"] = measure([*ENTRY, "--help"], self.run)["wall_s"]
@@ -580,7 +590,7 @@ def targets(rows: dict) -> list[dict]:
          "note": "goal 1.3"},
         {"target": "analyze / floor, chunks", "figure": ratio(chunks, floor), "unit": "x", "limit": 3.0},
         {"target": "no-op re-run, chunks", "figure": _get(rows, "noop", "wall_s"), "unit": "s", "limit": 0.5,
-         "strict": True},
+         "strict": True, "note": "slowest of 3, the first just after the ingest"},
         {"target": "peak RSS, every analyze run", "figure": rss[worst] if worst else None, "unit": "MB",
          "limit": GB_RSS, "note": f"worst: {worst}" if worst else ""},
         {"target": "day into 3x db / into empty db", "figure": _get(rows, "incremental", "ratio"), "unit": "x",
@@ -694,7 +704,9 @@ def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None
     if not failed("noop"):
         r = rows["noop"]
         line("no-op re-run, chunk folder", r["wall_s"], r["rss_mb"],
-             f"best of 3, {r['cpu_s']:.2f} CPU-s, {r['files_unchanged'] or 0:,} files unchanged; "
+             f"slowest of 3 ({', '.join(f'{x:.2f}' for x in r['runs_s'])} s), {r['cpu_s']:.2f} CPU-s, "
+             f"{r['files_unchanged'] or 0:,} files unchanged; "
+             + (f"full path (ANALYZER_NO_REPLAY=1) {r['full_s']:.2f} s; " if "full_s" in r else "")
              + (f"through typer (analyzer.cli) {r['typer_s']:.2f} s; " if "typer_s" in r else "")
              + f"`analyze --help` alone {r['startup_s']:.2f} s")
     if not failed("report"):

@@ -6,13 +6,19 @@ database holds. ``--fail-on`` thresholds are checked after the summary is printe
 
 from __future__ import annotations
 
+import json
 import sys
+from importlib import import_module
 from pathlib import Path
 
 from ..errors import AnalyzerError, ExitCode, InputError
 from ..safetext import terminal_text
 from .loading import modules_loading
 from .options import existing_db, naming
+
+# What _job imports, loaded with the others while the collector waits (commands.loading).
+_JOB_MODULES = ("analyzer.holdings", "analyzer.ingestion", "analyzer.metrics.progress", "analyzer.pipeline",
+                "analyzer.terminal", "analyzer.turns")
 
 # The library's parameters as `analyze run` spells them.
 _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
@@ -37,10 +43,13 @@ def run(
     caller_deadline_s: float | None = None,
     prometheus_selector: str | None = None,
     prometheus_timeout: str = "60s",
+    record_rerun: bool = False,
 ) -> dict:
     """The main job, or the stored summary when there is nothing to read; then ``--fail-on``.
 
     Returns the summary dict (printed as tables, or JSON with ``json_out``).
+    ``record_rerun``: see :func:`run_main_job` (ignored with ``fail_on``, which
+    the plain command line never gives).
 
     Raises:
         AnalyzerError: a bad option (usage), a threshold crossed (exit 7), ...
@@ -56,11 +65,12 @@ def run(
             summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
                                             wedge_window=wedge_window, save_wedge_window=save_wedge_window)
         else:
+            record_rerun = record_rerun and not thresholds
             summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=models,
                                    since=since, until=until, metrics=metrics, wedge_window=wedge_window,
                                    save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
                                    caller_deadline_s=caller_deadline_s, prometheus_selector=prometheus_selector,
-                                   prometheus_timeout=prometheus_timeout)
+                                   prometheus_timeout=prometheus_timeout, record_rerun=record_rerun)
     if thresholds:
         from ..oncall import check_fail_on
 
@@ -86,24 +96,27 @@ def run_main_job(
     caller_deadline_s: float | None = None,
     prometheus_selector: str | None = None,
     prometheus_timeout: str = "60s",
+    record_rerun: bool = False,
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
     Prints JSON on stdout with ``json_out``, else tables; diagnostics go to stderr.
     ``wedge_window`` is for this run only unless ``save_wedge_window`` (see
     :mod:`analyzer.holdings`). Returns the summary dict.
+
+    ``record_rerun`` (the console script's plain ``FILES... [--db] [--json]``, and
+    no other option): keep beside the database what this command run again will
+    print, for :func:`analyzer.rerun.replay`. When this run read something, the
+    re-run is made at once on the open connection (the same code, printing nothing).
     """
     with modules_loading():
         from ..db import INGEST_ROW_GROUP_ROWS, connect
-        from ..holdings import changes, holdings, plan_wedge_window
-        from ..ingestion import ingest
         from ..metrics import parse_duration
-        from ..metrics.progress import metrics_progress
-        from ..pipeline import load_run_metrics, summarize_stored
         from ..sources import discover_inputs
         from ..summary import parse_range
-        from ..terminal import byte_progress, print_ingest_diagnostics, warn
-        from ..turns import refresh_turns
+
+        for name in _JOB_MODULES:
+            import_module(name)
 
     since_dt, until_dt = parse_range(since, until)
     # a bad value fails before any work
@@ -127,39 +140,98 @@ def run_main_job(
 
         check_metric_paths(metrics)
     sources = discover_inputs(files)  # a missing input fails before a database is created
+    job = dict(strict=strict, models=models, since_dt=since_dt, until_dt=until_dt, metrics=metrics,
+               requested_w=requested_w, save_wedge_window=save_wedge_window, prometheus=prometheus,
+               model_map=model_map, caller_deadline_s=caller_deadline_s, selector=prometheus_selector,
+               deadline_s=deadline_s)
+    shown = sys.stderr.isatty() and not json_out
     con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
     try:
-        before = holdings(con)
-        stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
-        with byte_progress("ingesting", sys.stderr.isatty() and not json_out) as progress:
-            report = ingest(con, sources, strict=strict, progress=progress)
-        print_ingest_diagnostics(report)
-        _fail_when_nothing_was_read(report)
-        if report.metric_files:  # Prometheus exports passed among the logs
-            metrics = list(metrics or []) + report.metric_files
-        with metrics_progress(sys.stderr.isatty() and not json_out) as mprogress:
-            metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
-                                            force=save_wedge_window, selector=prometheus_selector,
-                                            deadline_s=deadline_s, progress=mprogress)
-        for load in metric_loads:
-            for warning in load.warnings:
-                warn(warning)  # pod names are log text
-        classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
-        # Every file known and unchanged (none read), no metrics loaded, no windows
-        # stored: what the database holds is what it held before the run.
-        unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
-                                   database=before if unchanged else None,
-                                   records_signature=classified.records_signature)
-        summary["ingest"] = report.to_dict()
-        summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
-        summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
+        summary, report, metric_loads = _job(con, sources, progress_shown=shown, **job)
+        again = None
+        if record_rerun:  # what the same command run again will print (analyzer.rerun)
+            again = (sources, summary) if _nothing_new(report, metric_loads, save_wedge_window) \
+                else _run_again(con, files, job)
     finally:
         con.close()
-    _print(summary, json_out)
+    text = _render(summary, json_out)
+    if record_rerun:
+        from .. import rerun
+
+        # After the close: the database file as the next run will find it.
+        if again is None:
+            rerun.forget(db)
+        else:
+            found, noop = again
+            noop_text = text if noop is summary else _render(noop, json_out)
+            rerun.record(rerun.state(files, db, json_out, found), noop_text, db)
+    _write(text, summary, json_out)
     if strict and report.skipped_files:
         raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
     return summary
+
+
+def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, until_dt, metrics, requested_w,
+         save_wedge_window: bool, prometheus, model_map, caller_deadline_s, selector, deadline_s,
+         diagnostics: bool = True) -> tuple[dict, object, list]:
+    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads)."""
+    from ..holdings import changes, holdings, plan_wedge_window
+    from ..ingestion import ingest
+    from ..metrics.progress import metrics_progress
+    from ..pipeline import load_run_metrics, summarize_stored
+    from ..terminal import byte_progress, print_ingest_diagnostics, warn
+    from ..turns import refresh_turns
+
+    before = holdings(con)
+    stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
+    with byte_progress("ingesting", progress_shown) as progress:
+        report = ingest(con, sources, strict=strict, progress=progress)
+    if diagnostics:
+        print_ingest_diagnostics(report)
+    _fail_when_nothing_was_read(report)
+    if report.metric_files:  # Prometheus exports passed among the logs
+        metrics = list(metrics or []) + report.metric_files
+    with metrics_progress(progress_shown) as mprogress:
+        metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
+                                        force=save_wedge_window, selector=selector,
+                                        deadline_s=deadline_s, progress=mprogress)
+    for load in metric_loads:
+        for warning in load.warnings:
+            warn(warning)  # pod names are log text
+    classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
+    # Every file known and unchanged (none read), no metrics loaded, no windows
+    # stored: what the database holds is what it held before the run.
+    unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
+    summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
+                               database=before if unchanged else None,
+                               records_signature=classified.records_signature)
+    summary["ingest"] = report.to_dict()
+    summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
+    summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
+    return summary, report, metric_loads
+
+
+def _nothing_new(report, metric_loads: list, save_wedge_window: bool) -> bool:
+    """A run that read nothing, skipped nothing and loaded no metrics: the same command again prints the same."""
+    return (report.files_unchanged == report.files_seen and not report.skipped_files and not report.notes
+            and not report.metric_files and not metric_loads and not save_wedge_window)
+
+
+def _run_again(con, files: list[str], job: dict) -> tuple | None:
+    """The plain command run again on ``con`` at once (found, summary), when it finds nothing new.
+
+    The same code as a re-run's, in this process: files found again, every one
+    unchanged, nothing printed. None when the re-run would read or skip something.
+    """
+    from ..errors import AnalyzerError
+    from ..sources import discover_inputs
+
+    try:
+        found = discover_inputs(files)
+        summary, report, loads = _job(con, found, progress_shown=False, diagnostics=False, **job)
+    except AnalyzerError:
+        return None
+    return (found, summary) if _nothing_new(report, loads, False) else None
 
 
 def summary_from_database(
@@ -208,6 +280,24 @@ def summary_from_database(
         con.close()
     _print(summary, json_out)
     return summary
+
+
+def _render(summary: dict, json_out: bool) -> str | None:
+    """The summary as printed into a pipe or a file; None on a terminal (rich draws for its width)."""
+    if json_out:
+        return json.dumps(summary, indent=2, default=str) + "\n"  # terminal.print_json's text
+    if sys.stdout.isatty():
+        return None
+    from ..terminal import summary_text
+
+    return summary_text(summary)
+
+
+def _write(text: str | None, summary: dict, json_out: bool) -> None:
+    if text is None:
+        _print(summary, json_out)
+    else:
+        sys.stdout.write(text)
 
 
 def _print(summary: dict, json_out: bool) -> None:

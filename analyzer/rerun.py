@@ -1,0 +1,184 @@
+"""A re-run that finds nothing new, answered without loading DuckDB.
+
+A scheduler runs the same ``analyze FILES... [--db PATH] [--json]`` again and
+again, and most runs find every file as the last one left it. Such a run prints
+the summary the database already holds, and half of its half second went to
+importing DuckDB and opening the file. So after a run of that plain form, the
+analyzer writes beside the database (``analyzer.duckdb.rerun``) what the same
+command run again would print, and the state it was printed from:
+
+- the command line: the working folder, the arguments, ``--json``, the database;
+- the environment that changes what is printed (``ANALYZER_*``, rich's colour and
+  terminal variables, the time zone and the locale);
+- the code: the stat of every module and query of the analyzer, of DuckDB and of
+  rich, and the Python that runs them;
+- the inputs: every file discovery finds, with the size and modification time the
+  ingest's own "unchanged" test reads (``source_files``), and nothing skipped;
+- the database file: its device, inode, size, modification and change times and its
+  first 12 KiB (DuckDB's headers, whose checkpoint count moves with every change),
+  and no write-ahead log beside it (uncheckpointed changes live there).
+
+The next run of the same command computes that state again (stat calls and one
+12 KiB read) and, when every part is equal, prints the stored text and exits 0.
+Anything different (a new or grown file, another command that wrote the database,
+an upgrade, another option) takes the full path, which writes a new record. Only
+output to a pipe or a file is kept and replayed: on a terminal rich draws for its
+width. ``ANALYZER_NO_REPLAY=1`` takes the full path (which records as usual).
+
+This module is standard library only, and so is what it imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from .paths import default_db_path
+
+#: Beside the database: ``<db>.rerun``.
+SUFFIX = ".rerun"
+_FORMAT = 1
+_NO_REPLAY = "ANALYZER_NO_REPLAY"  # set (not 0): the full path, which still records for the next run
+_HEADER_BYTES = 12288  # DuckDB's file header and its two database headers (4 KiB each)
+# What rich, the clock and the locale read besides the analyzer's own variables.
+_RENDER_ENV = ("COLUMNS", "LINES", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",
+               "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "TZ", "LANG", "LC_ALL", "LC_CTYPE",
+               "PYTHONIOENCODING", "PYTHONUTF8")
+
+
+def sidecar(db: Path | None) -> Path:
+    """Where the record of ``db`` (or of the default database) is kept."""
+    target = Path(db) if db is not None else default_db_path()
+    return target.with_name(target.name + SUFFIX)
+
+
+def replay(files: list[str], db: Path | None, json_out: bool) -> bool:
+    """Print what ``analyze FILES --db DB [--json]`` printed last, when nothing it read has changed.
+
+    Returns False (having printed nothing) when anything differs, when there is
+    no record, or when it cannot be read: the caller then runs the command.
+    """
+    if _disabled():
+        return False
+    try:
+        with open(sidecar(db), encoding="utf-8") as f:
+            stored = json.load(f)
+        text = stored["stdout"]
+        if stored.get("format") != _FORMAT or hashlib.sha256(text.encode()).hexdigest() != stored.get("stdout_sha256"):
+            return False
+        from .sources import discover_inputs
+
+        discovered = discover_inputs(files)
+        current = state(files, db, json_out, discovered)
+    except Exception:  # noqa: BLE001 - no record, a damaged one, a vanished input: run the command
+        return False
+    if current is None or current != stored.get("state"):
+        return False
+    sys.stdout.write(text)
+    return True
+
+
+def state(files: list[str], db: Path | None, json_out: bool, discovered) -> dict | None:
+    """What a replay of this command depends on (see the module's docstring), or None when it cannot be kept.
+
+    ``discovered`` is :func:`analyzer.sources.discover_inputs` of ``files``, taken
+    no later than the database was last written; None when anything was skipped
+    or noted, or when the database has a write-ahead log.
+    """
+    if sys.stdout.isatty() or discovered.skipped or discovered.notes:
+        return None
+    target = Path(db) if db is not None else default_db_path()
+    database = _file_identity(target)
+    if database is None or os.path.lexists(str(target) + ".wal"):
+        return None
+    inputs = hashlib.sha256()
+    for f in discovered.files:
+        inputs.update(f"{f.path}\0{f.size}\0{f.mtime!r}\n".encode("utf-8", "surrogateescape"))
+    return {
+        "command": {"cwd": os.getcwd(), "files": list(files), "json": bool(json_out), "db": os.path.abspath(target)},
+        "environment": {k: v for k, v in sorted(os.environ.items())
+                        if (k.startswith("ANALYZER_") or k in _RENDER_ENV) and k != _NO_REPLAY},
+        "code": _code_stamp(),
+        "inputs": [len(discovered.files), inputs.hexdigest()],
+        "database": database,
+    }
+
+
+def record(current: dict | None, text: str, db: Path | None) -> None:
+    """Keep ``text`` as what a re-run in state ``current`` prints (nothing when ``current`` is None).
+
+    Written whole or not at all (a temporary file renamed over the old record), and
+    a record that cannot be written is no error: the next run takes the full path.
+    """
+    path = sidecar(db)
+    if current is None:
+        _remove(path)  # an older record may still match a state this run has not recorded
+        return
+    doc = {"format": _FORMAT, "state": current, "stdout": text,
+           "stdout_sha256": hashlib.sha256(text.encode()).hexdigest()}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    except OSError:
+        _remove(tmp)
+        _remove(path)
+
+
+def forget(db: Path | None) -> None:
+    """Remove the record of ``db``, if any (a run that will not write one)."""
+    _remove(sidecar(db))
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _disabled() -> bool:
+    return os.environ.get(_NO_REPLAY, "") not in ("", "0")
+
+
+def _file_identity(path: Path) -> list | None:
+    """The database file's stat and the hash of its headers; None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            head = f.read(_HEADER_BYTES)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, hashlib.sha256(head).hexdigest()]
+
+
+_stamp: str | None = None
+
+
+def _code_stamp() -> str:
+    """The stat of the analyzer's modules and queries, of DuckDB and rich, and the Python: an upgrade changes it."""
+    global _stamp
+    if _stamp is None:
+        from importlib.util import find_spec
+
+        from .paths import queries_dir
+
+        h = hashlib.sha256(f"{sys.version}\0{sys.executable}\n".encode())
+        roots = [Path(__file__).resolve().parent, queries_dir()]
+        for name in ("duckdb", "rich"):
+            spec = find_spec(name)
+            if spec is not None and spec.origin:
+                roots.append(Path(spec.origin).parent)
+        for root in roots:
+            for top, dirs, names in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(names):
+                    if name.endswith((".py", ".sql", ".so", ".pyd")):
+                        st = os.stat(os.path.join(top, name))
+                        h.update(f"{top}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        _stamp = h.hexdigest()
+    return _stamp

@@ -1,0 +1,200 @@
+"""A re-run that finds nothing new prints the last run's output without loading DuckDB (analyzer.rerun).
+
+Each test runs the console script (``python -m analyzer``) in a child process, as
+a scheduler does, and records whether the child loaded DuckDB: a replay loads
+none. After every change a replay must not survive (a grown, new or touched file,
+another writer of the database, a copy of it, another option or environment), and
+what a replay prints must be what the full path prints (``ANALYZER_NO_REPLAY=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from analyzer import rerun
+from analyzer.sources import discover_inputs
+from tests.support.records import TOOL_RESULT, NAKED_500, at, request, response_error, response_ok, write_jsonl
+
+# Runs the console script in this child and writes {code, duckdb loaded} to argv[1].
+_CHILD = ("import json, runpy, sys\n"
+          "out, sys.argv = sys.argv[1], ['analyze', *sys.argv[2:]]\n"
+          "code = 0\n"
+          "try:\n    runpy.run_module('analyzer', run_name='__main__')\n"
+          "except SystemExit as end:\n    code = end.code or 0\n"
+          "sys.stdout.flush()\n"
+          "json.dump({'code': code, 'duckdb': 'duckdb' in sys.modules}, open(out, 'w'))\n")
+
+
+def _turns(path: Path, first: int, n: int, *, fail: int | None = None) -> Path:
+    recs = []
+    for i in range(first, first + n):
+        rid = f"{0xe0000000 + i:08x}"
+        recs.append(request(rid, at(i), tool_results=TOOL_RESULT, session="s1"))
+        recs.append(response_error(rid, at(i + 0.1), NAKED_500, session="s1") if i == fail
+                    else response_ok(rid, at(i + 0.1), content="ok", session="s1"))
+    return write_jsonl(path, recs)
+
+
+@pytest.fixture()
+def logs(tmp_path: Path) -> Path:
+    folder = tmp_path / "s3"
+    _turns(folder / "2026-11-16" / "14-00-00-proxy-1-00000001.jsonl", 0, 4, fail=2)
+    _turns(folder / "2026-11-16" / "14-05-00-proxy-1-00000002.jsonl", 4, 3)
+    return folder
+
+
+class Runner:
+    """``analyze LOGS --db DB [ARGS]`` in a child; returns (stdout, stderr, exit code, DuckDB loaded)."""
+
+    def __init__(self, tmp_path: Path, logs: Path):
+        self.tmp, self.logs, self.db = tmp_path, logs, tmp_path / "a.duckdb"
+
+    def __call__(self, *args: str, env: dict | None = None) -> tuple[str, str, int, bool]:
+        listing = self.tmp / "child.json"
+        p = subprocess.run([sys.executable, "-c", _CHILD, str(listing), str(self.logs), "--db", str(self.db), *args],
+                           capture_output=True, text=True, cwd=self.tmp, timeout=120,
+                           env={**os.environ, **(env or {})})
+        child = json.loads(listing.read_text(encoding="utf-8"))
+        return p.stdout, p.stderr, child["code"], child["duckdb"]
+
+    def full(self, *args: str) -> str:
+        """The same command by the full path: what a replay must print."""
+        out, err, code, loaded = self(*args, env={"ANALYZER_NO_REPLAY": "1"})
+        assert code == 0 and loaded, err
+        return out
+
+
+@pytest.mark.parametrize("form", [["--json"], []], ids=["json", "table"])
+def test_the_run_after_an_ingest_replays_what_the_full_path_prints(tmp_path, logs, form):
+    run = Runner(tmp_path, logs)
+    first, err, code, loaded = run(*form)
+    assert code == 0 and loaded and err == ""
+    assert rerun.sidecar(run.db).exists()
+    again, err, code, loaded = run(*form)
+    assert code == 0 and err == "" and not loaded  # no DuckDB: the record made by the ingest's own re-run
+    assert again != first  # this one read nothing ...
+    assert again == run.full(*form)  # ... and says what the full path says
+    if form:
+        ingest = json.loads(again)["ingest"]
+        assert (ingest["files_unchanged"], ingest["new_records"]) == (2, 0)
+    # Without a record the full path writes one for the next run.
+    rerun.sidecar(run.db).unlink()
+    out, _, code, loaded = run(*form)
+    assert (out, code, loaded) == (again, 0, True) and rerun.sidecar(run.db).exists()
+    out, _, code, loaded = run(*form)
+    assert (out, code, loaded) == (again, 0, False)
+
+
+def _replays(run: Runner) -> str:
+    out, err, code, loaded = run("--json")
+    assert code == 0 and not loaded, err
+    return out
+
+
+def test_every_change_takes_the_full_path(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    assert run("--json")[2] == 0
+    baseline = _replays(run)
+    chunk = logs / "2026-11-16" / "14-05-00-proxy-1-00000002.jsonl"
+
+    def changed(what: str) -> dict:
+        out, err, code, loaded = run("--json")
+        assert code == 0 and loaded, (what, err)  # the full path, not the old output
+        after = _replays(run)
+        assert after == run.full("--json"), what
+        return json.loads(out)
+
+    with open(chunk, "a", encoding="utf-8") as f:  # a file grows
+        f.write(json.dumps(request("e00000ff", at(9), session="s2")) + "\n")
+    assert changed("grown")["ingest"]["new_records"] == 1
+    _turns(logs / "2026-11-16" / "14-10-00-proxy-1-00000003.jsonl", 20, 2)  # a new file
+    assert changed("new file")["ingest"]["files_ingested"] == 1
+    st = chunk.stat()
+    os.utime(chunk, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # touched, same bytes
+    assert changed("touched")["ingest"]["files_unchanged"] == 3
+    records = json.loads(_replays(run))["database"]["records"]
+    with duckdb.connect(str(run.db)) as con:  # another writer: a notebook deletes a record
+        con.execute("DELETE FROM records WHERE request_id = 'e00000ff'")
+    assert changed("another writer")["database"]["records"] == records - 1
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy2(run.db, copy)
+    os.replace(copy, run.db)  # the same bytes and times in a new file
+    changed("a copy of the database")
+    out, _, code, loaded = run()  # another option (tables, not JSON)
+    assert code == 0 and loaded and out.startswith("9 turns")
+    assert run("--json")[3]  # and back: the record was the tables'
+    now = _replays(run)
+    assert now != baseline and json.loads(now)["database"]["records"] == records - 1
+    assert run("--json", env={"ANALYZER_BATCH_LINES": "64"})[3]  # another environment
+
+
+def test_a_damaged_record_takes_the_full_path(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    run("--json")
+    good = _replays(run)
+    side = rerun.sidecar(run.db)
+    doc = json.loads(side.read_text(encoding="utf-8"))
+    doc["stdout"] = doc["stdout"].replace('"turns"', '"turnz"', 1)  # text that is not what was stored
+    side.write_text(json.dumps(doc), encoding="utf-8")
+    out, _, code, loaded = run("--json")
+    assert (out, code, loaded) == (good, 0, True)
+    side.write_text(side.read_text(encoding="utf-8")[:100], encoding="utf-8")  # cut short
+    out, _, code, loaded = run("--json")
+    assert (out, code, loaded) == (good, 0, True)
+
+
+def test_no_record_when_the_run_skipped_or_would_read_something(tmp_path, logs):
+    (logs / "notes.txt").write_text("not a log at all\n", encoding="utf-8")  # skipped on every run
+    run = Runner(tmp_path, logs)
+    _, err, code, _ = run("--json")
+    assert code == 0 and "skipped" in err and not rerun.sidecar(run.db).exists()
+    out, err2, code, loaded = run("--json")
+    assert code == 0 and loaded and err2 == err  # the warning again: the full path
+    (logs / "notes.txt").unlink()
+    run("--json")
+    assert rerun.sidecar(run.db).exists()
+    assert rerun.state([str(logs)], run.db, True, discover_inputs([str(logs)])) is not None
+    (tmp_path / "a.duckdb.wal").write_bytes(b"")  # uncheckpointed changes would live there
+    assert rerun.state([str(logs)], run.db, True, discover_inputs([str(logs)])) is None
+
+
+def test_on_a_terminal_nothing_is_kept_or_replayed(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    run()
+    assert rerun.sidecar(run.db).exists()
+    leader, follower = pty.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:  # the terminal's reader: a full pty would stop the child
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        p = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "child.json"), str(logs), "--db", str(run.db)],
+                           stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path, timeout=120)
+    finally:
+        os.close(follower)
+        reader.join(timeout=10)
+        os.close(leader)
+    assert b"turns" in drawn
+    child = json.loads((tmp_path / "child.json").read_text(encoding="utf-8"))
+    assert p.returncode == 0 and child["code"] == 0 and child["duckdb"]  # rich draws for the terminal
+    assert not rerun.sidecar(run.db).exists()
