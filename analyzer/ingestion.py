@@ -140,19 +140,27 @@ class _Todo:
     new_id: int | None = None  # allocated in bulk for new files
 
 
-def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: IngestReport) -> list[_Todo]:
-    """Which files need reading: new ones, part-read ones, and known ones whose content changed."""
-    # A re-run over thousands of known chunks finds them unchanged from these three
-    # columns; the others are fetched only when some file is new, part-read or changed.
+def not_known_unchanged(con: duckdb.DuckDBPyConnection, files: list[SourceFile]) -> list[SourceFile]:
+    """The ``files`` an ingest would look into: not registered complete with this size and modification time.
+
+    A re-run over thousands of known chunks finds them unchanged from these three
+    columns (the others are fetched only when some file is new, part-read or changed).
+    """
     quick = {path: (size, mtime, complete) for path, size, mtime, complete in con.execute(
         "SELECT path, size_bytes, mtime, complete FROM source_files").fetchall()}
     pending = []
     for f in files:
         prev = quick.get(f.path)
-        if prev is not None and f._form != STDIN and prev[2] is not False and prev[0] == f.size and prev[1] == f.mtime:
-            report.files_unchanged += 1
-        else:
+        if not (prev is not None and f._form != STDIN and prev[2] is not False and prev[0] == f.size
+                and prev[1] == f.mtime):
             pending.append(f)
+    return pending
+
+
+def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: IngestReport) -> list[_Todo]:
+    """Which files need reading: new ones, part-read ones, and known ones whose content changed."""
+    pending = not_known_unchanged(con, files)
+    report.files_unchanged += len(files) - len(pending)
     if not pending:
         return []
     known = {

@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> None:
 def plain_main_job(args: list[str]) -> tuple[list[str], Path | None, bool] | None:
     """``FILES... [--db PATH] [--json]`` as (files, db, json_out); ``None`` for anything else.
 
-    Only files and folders that exist (no globs, no ``-``, no ``s3://``) and these
-    two options, so no typo, glob or option of typer's is read differently.
+    Only files and folders that exist (no globs, no standard input, no ``s3://``)
+    and these two options, so no typo, glob or option of typer's is read differently.
     """
     files: list[str] = []
     db: str | None = None
@@ -78,6 +78,10 @@ def plain_main_job(args: list[str]) -> tuple[list[str], Path | None, bool] | Non
             files.append(arg)
         i += 1
     if not files or files[0] in COMMANDS or not all(os.path.exists(f) for f in files):
+        return None
+    from .sources import is_stdin  # /dev/stdin exists: it is read as `-` is, by typer's way
+
+    if any(is_stdin(f) for f in files):
         return None
     return files, Path(db) if db is not None else None, json_out
 

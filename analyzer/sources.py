@@ -299,7 +299,8 @@ def _candidates(arg: str, out: Discovered) -> list[tuple[str, os.stat_result | N
     return found
 
 
-def _is_stdin(arg: str) -> bool:
+def is_stdin(arg: str) -> bool:
+    """Whether an argument names standard input (``-``, ``/dev/stdin`` and the like)."""
     return arg == "-" or os.path.realpath(arg) in ("/dev/stdin", "/proc/self/fd/0") or arg in ("/dev/stdin", "/dev/fd/0")
 
 
@@ -345,7 +346,7 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
         return out
     seen: set[str] = set()
     for arg in inputs:
-        if _is_stdin(arg):
+        if is_stdin(arg):
             if "<stdin>" not in seen:
                 seen.add("<stdin>")
                 out.files.append(stdin_source())

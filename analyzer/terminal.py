@@ -97,10 +97,13 @@ def _pct(rate: float) -> str:
 
 
 def summary_text(summary: dict[str, Any]) -> str:
-    """The summary's tables as :func:`print_summary` prints them into a pipe or a file."""
+    """The summary's tables as :func:`print_summary` prints them into a pipe or a file (stdout as it is now)."""
     import io
 
-    buf = io.StringIO()
+    class Capture(io.StringIO):  # rich draws its boxes for the encoding of the file it writes
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+
+    buf = Capture()
     print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=140))
     return buf.getvalue()
 

@@ -72,7 +72,8 @@ def test_the_plain_main_job_and_nothing_else_takes_the_short_way(tmp_path):
     for args in ([], ["--db", db], [str(logs), "--strict"], [str(logs), "--metrics", str(logs)],
                  [str(tmp_path / "s3" / "*.jsonl")], ["-"], ["report", "--db", db], [str(logs), "--db"],
                  [str(logs), "--db", ""], [str(logs), "--", "x"], [str(logs), "--help"], ["s3://bucket/x"],
-                 [str(tmp_path / "missing.jsonl")], [str(logs), "-h"], ["--version"]):
+                 [str(tmp_path / "missing.jsonl")], [str(logs), "-h"], ["--version"], ["/dev/stdin"],
+                 [str(logs), "/dev/fd/0"]):
         assert plain_main_job(args) is None, args
 
 

@@ -61,9 +61,10 @@ class Runner:
 
     def __call__(self, *args: str, env: dict | None = None) -> tuple[str, str, int, bool]:
         listing = self.tmp / "child.json"
+        env = {**os.environ, **(env or {})}
         p = subprocess.run([sys.executable, "-c", _CHILD, str(listing), str(self.logs), "--db", str(self.db), *args],
-                           capture_output=True, text=True, cwd=self.tmp, timeout=120,
-                           env={**os.environ, **(env or {})})
+                           capture_output=True, encoding=env.get("PYTHONIOENCODING", "utf-8"), cwd=self.tmp,
+                           timeout=120, env=env)
         child = json.loads(listing.read_text(encoding="utf-8"))
         return p.stdout, p.stderr, child["code"], child["duckdb"]
 
@@ -163,15 +164,17 @@ def test_no_record_when_the_run_skipped_or_would_read_something(tmp_path, logs):
     (logs / "notes.txt").unlink()
     run("--json")
     assert rerun.sidecar(run.db).exists()
-    assert rerun.state([str(logs)], run.db, True, discover_inputs([str(logs)])) is not None
+    found = discover_inputs([str(logs)])
+    assert rerun.state([str(logs)], run.db, True, found, rerun.database_identity(run.db)) is not None
     (tmp_path / "a.duckdb.wal").write_bytes(b"")  # uncheckpointed changes would live there
-    assert rerun.state([str(logs)], run.db, True, discover_inputs([str(logs)])) is None
+    assert rerun.database_identity(run.db) is None
+    assert rerun.state([str(logs)], run.db, True, found, None) is None
 
 
 def test_on_a_terminal_nothing_is_kept_or_replayed(tmp_path, logs):
     run = Runner(tmp_path, logs)
     run()
-    assert rerun.sidecar(run.db).exists()
+    kept = rerun.sidecar(run.db).read_bytes()
     leader, follower = pty.openpty()
     drawn = bytearray()
 
@@ -197,4 +200,86 @@ def test_on_a_terminal_nothing_is_kept_or_replayed(tmp_path, logs):
     assert b"turns" in drawn
     child = json.loads((tmp_path / "child.json").read_text(encoding="utf-8"))
     assert p.returncode == 0 and child["code"] == 0 and child["duckdb"]  # rich draws for the terminal
+    assert rerun.sidecar(run.db).read_bytes() == kept  # nothing kept for it; the pipe's record still holds
+    assert not run()[3]
+
+
+def test_standard_input_is_read_whole_when_a_record_exists(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    run("--json")
+    assert rerun.sidecar(run.db).exists()
+    piped = _turns(tmp_path / "piped" / "more.jsonl", 40, 5)
+    with open(piped, "rb") as stdin:  # /dev/stdin is a file that exists: it must not be walked as one
+        p = subprocess.run([sys.executable, "-m", "analyzer", "/dev/stdin", "--db", str(run.db), "--json"],
+                           stdin=stdin, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["ingest"]["new_records"] == 10  # every line, none eaten by a look at the record
+
+
+def test_metric_files_among_the_logs_are_loaded_once_and_keep_no_record(tmp_path, logs, monkeypatch, capsys):
+    import analyzer.commands.run as run_command
+
+    shutil.copy(Path(__file__).resolve().parent.parent / "sample_logs" / "metrics" / "up.json", logs / "up.json")
+    run = Runner(tmp_path, logs)
+    for _ in range(2):
+        _, err, code, loaded = run("--json")
+        assert code == 0 and loaded
+        warnings = [ln for ln in err.splitlines() if ln.startswith("analyze: warning:")]
+        assert warnings and len(warnings) == len(set(warnings)), err  # each said once
     assert not rerun.sidecar(run.db).exists()
+
+    def loads_again(*args, **kwargs):
+        raise AssertionError("a run that loaded metrics made the re-run: it would load them again")
+
+    monkeypatch.setattr(run_command, "_run_again", loads_again)
+    (logs / "2026-11-16" / "14-05-00-proxy-1-00000002.jsonl").unlink()  # something to read: the re-run's case
+    _turns(logs / "2026-11-16" / "14-06-00-proxy-1-00000004.jsonl", 50, 2)
+    summary = run_command.run_main_job(files=[str(logs)], db=run.db, json_out=True, record_rerun=True)
+    assert summary["ingest"]["files_ingested"] == 1 and summary["metrics"]["loads"]
+    capsys.readouterr()
+
+
+def test_a_file_that_arrives_during_the_run_is_left_for_the_next(tmp_path, logs):
+    """The re-run made at once on the open connection reads nothing: a file new since the plan is not ingested."""
+    from analyzer.commands.run import _run_again
+    from analyzer.db import connect
+
+    run = Runner(tmp_path, logs)
+    run("--json")
+    job = dict(strict=False, models=None, since_dt=None, until_dt=None, metrics=None, requested_w=None,
+               save_wedge_window=False, prometheus=None, model_map=None, caller_deadline_s=None, selector=None,
+               deadline_s=60.0)
+    con = connect(run.db)
+    try:
+        found, summary = _run_again(con, [str(logs)], job)  # nothing new: the re-run's own summary
+        assert summary["ingest"]["files_unchanged"] == 2 and len(found.files) == 2
+        _turns(logs / "2026-11-16" / "14-10-00-proxy-1-00000009.jsonl", 30, 2)  # arrived meanwhile
+        assert _run_again(con, [str(logs)], job) is None
+        assert con.execute("SELECT count(*) FROM source_files").fetchall()[0][0] == 2
+    finally:
+        con.close()
+    out, _, _, loaded = run("--json")
+    assert loaded and json.loads(out)["ingest"]["files_ingested"] == 1  # told by the next run
+
+
+def test_a_database_behind_a_link_is_checked_for_its_real_log(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    run("--json")
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(run.db)
+    assert rerun.database_identity(link) == rerun.database_identity(run.db) is not None
+    (tmp_path / "a.duckdb.wal").write_bytes(b"")  # DuckDB's log is beside the file the link names
+    assert rerun.database_identity(link) is None
+
+
+def test_a_stdout_that_is_not_utf8_gets_what_the_full_path_gives(tmp_path, logs):
+    run = Runner(tmp_path, logs)
+    env = {"PYTHONIOENCODING": "cp1252"}
+    out, err, code, loaded = run(env=env)
+    assert code == 0 and loaded, err
+    assert "━" not in out and "─" not in out  # rich's boxes for that encoding
+    again, err, code, loaded = run(env=env)
+    assert code == 0 and not loaded, err
+    full, _, _, _ = run(env={**env, "ANALYZER_NO_REPLAY": "1"})
+    assert again == full
+    assert run()[3]  # another encoding: the full path

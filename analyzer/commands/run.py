@@ -145,27 +145,33 @@ def run_main_job(
                model_map=model_map, caller_deadline_s=caller_deadline_s, selector=prometheus_selector,
                deadline_s=deadline_s)
     shown = sys.stderr.isatty() and not json_out
-    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
-    try:
-        summary, report, metric_loads = _job(con, sources, progress_shown=shown, **job)
-        again = None
-        if record_rerun:  # what the same command run again will print (analyzer.rerun)
-            again = (sources, summary) if _nothing_new(report, metric_loads, save_wedge_window) \
-                else _run_again(con, files, job)
-    finally:
-        con.close()
-    text = _render(summary, json_out)
     if record_rerun:
         from .. import rerun
 
-        # After the close: the database file as the next run will find it.
-        if again is None:
+        record_rerun = rerun.keepable(db)
+    kept = None  # the state a re-run will be in (analyzer.rerun), and what it prints
+    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
+    try:
+        summary, report, metric_loads = _job(con, sources, progress_shown=shown, **job)
+        if record_rerun:  # what the same command run again will print
+            if _nothing_new(report, metric_loads, save_wedge_window):
+                again = (sources, summary)
+            elif report.metric_files or metric_loads:
+                again = None  # its re-run would load them again: no record
+            else:
+                again = _run_again(con, files, job)
+            if again is not None:
+                kept = (_rerun_state(con, files, db, json_out, again[0]), again[1])
+    finally:
+        con.close()
+    text = _render(summary, json_out)
+    _write(text, summary, json_out)
+    if record_rerun:
+        if kept is None or kept[0] is None:
             rerun.forget(db)
         else:
-            found, noop = again
-            noop_text = text if noop is summary else _render(noop, json_out)
-            rerun.record(rerun.state(files, db, json_out, found), noop_text, db)
-    _write(text, summary, json_out)
+            current, noop = kept
+            rerun.record(current, text if noop is summary else _render(noop, json_out), db)
     if strict and report.skipped_files:
         raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
     return summary
@@ -195,7 +201,7 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
         metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
                                         force=save_wedge_window, selector=selector,
                                         deadline_s=deadline_s, progress=mprogress)
-    for load in metric_loads:
+    for load in metric_loads if diagnostics else ():
         for warning in load.warnings:
             warn(warning)  # pod names are log text
     classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
@@ -217,19 +223,47 @@ def _nothing_new(report, metric_loads: list, save_wedge_window: bool) -> bool:
             and not report.metric_files and not metric_loads and not save_wedge_window)
 
 
+def _rerun_state(con, files: list[str], db: Path | None, json_out: bool, found) -> dict | None:
+    """:func:`analyzer.rerun.state` of the database as this run leaves it (None when it cannot be taken)."""
+    import duckdb
+
+    from .. import rerun
+
+    from ..interrupt import was_interrupted
+
+    try:
+        # Checkpointed, then taken while this run holds the database: nobody can
+        # write it between the two, and a write at the close changes what was taken.
+        con.execute("CHECKPOINT")
+    except duckdb.Error:
+        if was_interrupted():
+            raise
+        return None
+    return rerun.state(files, db, json_out, found, rerun.database_identity(db))
+
+
 def _run_again(con, files: list[str], job: dict) -> tuple | None:
     """The plain command run again on ``con`` at once (found, summary), when it finds nothing new.
 
-    The same code as a re-run's, in this process: files found again, every one
-    unchanged, nothing printed. None when the re-run would read or skip something.
+    The same code as a re-run's, in this process, printing nothing. None, with
+    nothing done, when a file is new or changed since this run planned (it arrived
+    meanwhile: the next run reads it and says so), when standard input is among
+    the inputs, and when the re-run fails: the run's own summary is printed anyway.
     """
-    from ..errors import AnalyzerError
-    from ..sources import discover_inputs
+    from ..ingestion import not_known_unchanged
+    from ..interrupt import was_interrupted
+    from ..sources import is_stdin, discover_inputs
 
+    if any(is_stdin(f) for f in files):
+        return None
     try:
         found = discover_inputs(files)
+        if not_known_unchanged(con, found.files):
+            return None
         summary, report, loads = _job(con, found, progress_shown=False, diagnostics=False, **job)
-    except AnalyzerError:
+    except Exception:  # noqa: BLE001 - a failed record is no failed run (Ctrl-C still ends it)
+        if was_interrupted():
+            raise
         return None
     return (found, summary) if _nothing_new(report, loads, False) else None
 
