@@ -750,11 +750,25 @@ def _ingest_settings(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     # Row order in `records` carries no meaning (file and line say where a record
     # came from); not keeping it lets DuckDB write row groups as they fill.
     con.execute("SET preserve_insertion_order = false")
-    try:
-        yield
-    finally:
+
+    def restore() -> None:
         con.execute(f"SET threads = {int(before[0])}")
         con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
+
+    try:
+        yield
+    except BaseException:
+        # DuckDB refuses even a SET on a transaction left aborted: that one (the failed
+        # ingest's own) is rolled back first, and the error that ended the ingest is
+        # what the caller sees, whatever happens here.
+        for step in (restore, lambda: (con.execute("ROLLBACK"), restore())):
+            try:
+                step()
+                break
+            except duckdb.Error:
+                continue
+        raise
+    restore()
 
 
 def _ordered(todo: list[_Todo]) -> Iterable[_Todo]:

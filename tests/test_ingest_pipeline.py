@@ -265,3 +265,23 @@ def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(t
     assert seen and min(seen) >= 1  # each time, its batch was still there to finish
     assert _counts(report) == _counts(reference)
     assert _content(db)["records"] == _content(tmp_path / "reference.duckdb")["records"]
+
+
+def test_an_error_on_an_aborted_transaction_is_not_hidden_by_putting_the_settings_back(tmp_path):
+    """DuckDB refuses every statement on an aborted transaction, SET too: the ingest's own error must surface."""
+    con = connect(tmp_path / "a.duckdb")
+    try:
+        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        with pytest.raises(duckdb.ConstraintException):
+            with ingestion._ingest_settings(con):
+                con.execute("BEGIN TRANSACTION")
+                con.execute("INSERT INTO settings VALUES ('x', '1', now())")
+                con.execute("INSERT INTO settings VALUES ('x', '2', now())")  # the key again: aborted
+        settings = "SELECT current_setting('threads'), current_setting('preserve_insertion_order')"
+        assert con.execute(settings).fetchall()[0] == (threads, True)  # put back all the same
+        assert con.execute("SELECT count(*) FROM settings WHERE name = 'x'").fetchall()[0][0] == 0
+        with ingestion._ingest_settings(con):  # and on the way out of a good run
+            assert con.execute(settings).fetchall()[0][1] is False
+        assert con.execute(settings).fetchall()[0] == (threads, True)
+    finally:
+        con.close()
