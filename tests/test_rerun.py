@@ -283,3 +283,25 @@ def test_a_stdout_that_is_not_utf8_gets_what_the_full_path_gives(tmp_path, logs)
     full, _, _, _ = run(env={**env, "ANALYZER_NO_REPLAY": "1"})
     assert again == full
     assert run()[3]  # another encoding: the full path
+
+
+def test_the_default_database_is_replayed_by_its_own_record(tmp_path, logs):
+    """No --db: $ANALYZER_DB (else ./analyzer.duckdb) is the database, and its record sits beside it."""
+    listing = tmp_path / "child.json"
+    db = tmp_path / "elsewhere" / "week.duckdb"
+    db.parent.mkdir()
+
+    def run(**env: str) -> tuple[str, bool]:
+        p = subprocess.run([sys.executable, "-c", _CHILD, str(listing), str(logs), "--json"], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=120, env={**os.environ, **env})
+        child = json.loads(listing.read_text(encoding="utf-8"))
+        assert p.returncode == 0 and child["code"] == 0, p.stderr
+        return p.stdout, child["duckdb"]
+
+    assert run(ANALYZER_DB=str(db))[1]
+    assert db.with_name("week.duckdb.rerun").exists()
+    out, loaded = run(ANALYZER_DB=str(db))
+    assert not loaded and json.loads(out)["ingest"]["files_unchanged"] == 2
+    out, loaded = run()  # ./analyzer.duckdb: another database, read in full
+    assert loaded and json.loads(out)["ingest"]["files_ingested"] == 2 and (tmp_path / "analyzer.duckdb").exists()
+    assert not run()[1] and (tmp_path / "analyzer.duckdb.rerun").exists()
