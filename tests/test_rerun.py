@@ -293,7 +293,8 @@ def test_the_default_database_is_replayed_by_its_own_record(tmp_path, logs):
 
     def run(**env: str) -> tuple[str, bool]:
         p = subprocess.run([sys.executable, "-c", _CHILD, str(listing), str(logs), "--json"], capture_output=True,
-                           text=True, cwd=tmp_path, timeout=120, env={**os.environ, **env})
+                           text=True, cwd=tmp_path, timeout=120,
+                           env={**{k: v for k, v in os.environ.items() if k != "ANALYZER_DB"}, **env})
         child = json.loads(listing.read_text(encoding="utf-8"))
         assert p.returncode == 0 and child["code"] == 0, p.stderr
         return p.stdout, child["duckdb"]
