@@ -12,10 +12,12 @@ by the next run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import duckdb
@@ -68,7 +70,20 @@ def _counts(report) -> tuple:
 
 def test_two_store_connections_give_the_database_one_gives(tmp_path, monkeypatch):
     one = _ingest(tmp_path / "one.duckdb", SAMPLE, monkeypatch, stores=1, batch_lines=700)
+    # The first two batches are held in their stores until both are there: the two
+    # stores surely overlap (a pipeline that stored one at a time would break the barrier).
+    both_in = threading.Barrier(2, timeout=30)
+    calls = itertools.count()
+    store = ingestion._Ingest._store
+
+    def overlapping_store(self, sealed):
+        if next(calls) < 2:  # the first two batches wait for each other
+            both_in.wait()
+        return store(self, sealed)
+
+    monkeypatch.setattr(ingestion._Ingest, "_store", overlapping_store)
     two = _ingest(tmp_path / "two.duckdb", SAMPLE, monkeypatch, stores=2, batch_lines=700)
+    monkeypatch.setattr(ingestion._Ingest, "_store", store)
     assert one.new_records > 5000 and one.duplicates > 5000  # the sample week: copies to drop
     assert _counts(two) == _counts(one)
     a, b = _content(tmp_path / "one.duckdb"), _content(tmp_path / "two.duckdb")
