@@ -27,6 +27,16 @@ def _resource_dir(name: str) -> Path:
     raise FileNotFoundError(f"cannot find the {name}/ folder (looked in {beside} and {installed})")
 
 
+def code_files() -> list[Path]:
+    """The files whose code and SQL make the analyzer's output: its modules and its queries, sorted.
+
+    What a change of the code is told by (:mod:`analyzer.summary_cache` hashes their
+    bytes, :mod:`analyzer.rerun` their stat).
+    """
+    package = Path(__file__).resolve().parent
+    return sorted([*package.rglob("*.py"), *queries_dir().glob("*.sql")])
+
+
 def queries_dir() -> Path:
     """The folder of SQL files: one view or question per file."""
     return _resource_dir("queries")

@@ -151,16 +151,13 @@ def _command(files: list[str], db: Path | None, json_out: bool) -> dict:
             "stdout_encoding": getattr(sys.stdout, "encoding", None)}
 
 
-def record(current: dict | None, text: str, db: Path | None) -> None:
-    """Keep ``text`` as what a re-run in state ``current`` prints (nothing when ``current`` is None).
+def record(current: dict, text: str, db: Path | None) -> None:
+    """Keep ``text`` as what a re-run in state ``current`` (:func:`state`) prints.
 
     Written whole or not at all (a temporary file renamed over the old record), and
     a record that cannot be written is no error: the next run takes the full path.
     """
     path = sidecar(db)
-    if current is None:
-        _remove(path)  # nothing of this run's to keep: no older record either
-        return
     doc = {"format": _FORMAT, "state": current, "stdout": text,
            "stdout_sha256": hashlib.sha256(text.encode()).hexdigest()}
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -193,25 +190,26 @@ _stamp: str | None = None
 
 
 def _code_stamp() -> str:
-    """The stat of the analyzer's modules and queries, of DuckDB and rich, and the Python: an upgrade changes it."""
+    """The stat of the analyzer's code (:func:`analyzer.paths.code_files`), of DuckDB and rich, and the Python.
+
+    An upgrade of any of them changes it.
+    """
     global _stamp
     if _stamp is None:
         from importlib.util import find_spec
 
-        from .paths import queries_dir
+        from .paths import code_files
 
-        h = hashlib.sha256(f"{sys.version}\0{sys.executable}\n".encode())
-        roots = [Path(__file__).resolve().parent, queries_dir()]
-        for name in ("duckdb", "rich"):
+        files = [str(p) for p in code_files()]
+        for name in ("duckdb", "rich"):  # what draws and what computes the summary
             spec = find_spec(name)
             if spec is not None and spec.origin:
-                roots.append(Path(spec.origin).parent)
-        for root in roots:
-            for top, dirs, names in os.walk(root):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(names):
-                    if name.endswith((".py", ".sql", ".so", ".pyd")):
-                        st = os.stat(os.path.join(top, name))
-                        h.update(f"{top}/{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                for top, dirs, names in os.walk(Path(spec.origin).parent):
+                    dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                    files += [os.path.join(top, n) for n in sorted(names) if n.endswith((".py", ".so", ".pyd"))]
+        h = hashlib.sha256(f"{sys.version}\0{sys.executable}\n".encode())
+        for path in files:
+            st = os.stat(path)
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         _stamp = h.hexdigest()
     return _stamp

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
@@ -48,11 +47,10 @@ def _code() -> str:
     """A hash of the code and SQL that make a summary (so an upgrade recomputes it)."""
     global _code_hash
     if _code_hash is None:
-        from .paths import queries_dir
+        from .paths import code_files
 
         h = hashlib.md5()
-        root = Path(__file__).resolve().parent
-        for p in sorted([*root.rglob("*.py"), *queries_dir().glob("*.sql")]):
+        for p in code_files():
             h.update(p.read_bytes())
         _code_hash = h.hexdigest()
     return _code_hash

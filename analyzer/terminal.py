@@ -96,6 +96,10 @@ def _pct(rate: float) -> str:
     return f"{rate * 100:.1f}%"
 
 
+#: The summary's width into a pipe or a file (rich's default there is 80 columns).
+PIPED_WIDTH = 140
+
+
 def summary_text(summary: dict[str, Any]) -> str:
     """The summary's tables as :func:`print_summary` prints them into a pipe or a file (stdout as it is now)."""
     import io
@@ -104,14 +108,13 @@ def summary_text(summary: dict[str, Any]) -> str:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
 
     buf = Capture()
-    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=140))
+    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=PIPED_WIDTH))
     return buf.getvalue()
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
-    # Piped output gets a fixed, wide layout instead of rich's 80-column default.
-    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else 140)
+    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else PIPED_WIDTH)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
     out.print(
@@ -523,9 +526,14 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 # Lines on stderr, JSON on stdout, progress
 
 
+def json_text(doc: Any) -> str:
+    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end."""
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
 def print_json(doc: Any) -> None:
-    """``--json``: the document on stdout, indented (times and the like as text)."""
-    print(json.dumps(doc, indent=2, default=str))
+    """``--json``: the document on stdout (:func:`json_text`)."""
+    sys.stdout.write(json_text(doc))
 
 
 def warn(text: str) -> None:

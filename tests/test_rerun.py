@@ -306,3 +306,20 @@ def test_the_default_database_is_replayed_by_its_own_record(tmp_path, logs):
     out, loaded = run()  # ./analyzer.duckdb: another database, read in full
     assert loaded and json.loads(out)["ingest"]["files_ingested"] == 2 and (tmp_path / "analyzer.duckdb").exists()
     assert not run()[1] and (tmp_path / "analyzer.duckdb.rerun").exists()
+
+
+def test_a_change_of_the_code_changes_the_code_stamp(tmp_path, monkeypatch):
+    """An upgrade (a module rewritten) makes every record stale: the stamp is of the files the summary cache hashes."""
+    import analyzer.paths as paths
+
+    module = tmp_path / "module.py"
+    module.write_text("X = 1\n", encoding="utf-8")
+    real = paths.code_files()
+    assert any(p.name == "rerun.py" for p in real) and any(p.suffix == ".sql" for p in real)
+    monkeypatch.setattr(paths, "code_files", lambda: [*real, module])
+    monkeypatch.setattr(rerun, "_stamp", None)
+    before = rerun._code_stamp()
+    st = module.stat()
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    monkeypatch.setattr(rerun, "_stamp", None)
+    assert rerun._code_stamp() != before

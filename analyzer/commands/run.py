@@ -6,7 +6,6 @@ database holds. ``--fail-on`` thresholds are checked after the summary is printe
 
 from __future__ import annotations
 
-import json
 import sys
 from importlib import import_module
 from pathlib import Path
@@ -228,7 +227,6 @@ def _rerun_state(con, files: list[str], db: Path | None, json_out: bool, found) 
     import duckdb
 
     from .. import rerun
-
     from ..interrupt import was_interrupted
 
     try:
@@ -318,13 +316,11 @@ def summary_from_database(
 
 def _render(summary: dict, json_out: bool) -> str | None:
     """The summary as printed into a pipe or a file; None on a terminal (rich draws for its width)."""
-    if json_out:
-        return json.dumps(summary, indent=2, default=str) + "\n"  # terminal.print_json's text
-    if sys.stdout.isatty():
-        return None
-    from ..terminal import summary_text
+    from ..terminal import json_text, summary_text
 
-    return summary_text(summary)
+    if json_out:
+        return json_text(summary)
+    return None if sys.stdout.isatty() else summary_text(summary)
 
 
 def _write(text: str | None, summary: dict, json_out: bool) -> None:
