@@ -330,3 +330,23 @@ def test_sql_tool_history_from_messages_agrees_with_the_online_rule(tmp_path, db
     con = connect(db)
     assert con.execute("SELECT messages_tool_history FROM records").fetchall() == [(has_tool_history(messages),)]
     con.close()
+
+
+@pytest.mark.parametrize("value, count", [
+    (None, None), ([], 0), ([{"tool_call_id": "c1", "content": "rows"}], 1),
+    ([{"tool_call_id": "c1", "content": "x" * 30_000}, {"tool_call_id": "c2", "content": "{\"a\": [1]}"}], 2),
+    ([1, "two", None, [3]], 4), ("not a list", None), ({"tool_call_id": "c1"}, None), (7, None),
+])
+def test_counted_lists_keep_the_record_whatever_shape_they_have(tmp_path, db, value, count):
+    """tool_results_this_turn and tool_calls are counted, never stored: any JSON value
+    gives its element count when it is a list, NULL otherwise, and the record itself
+    (its other columns and its raw line) is kept as it was read."""
+    req = request("cccc0001", at(0), tool_results=value)
+    resp = response_ok("cccc0001", at(1), content="ok", extra={"tool_calls": value})
+    path = write_jsonl(tmp_path / "c.jsonl", [req, resp])
+    run(db, [path])
+    con = connect(db)
+    rows = con.execute("SELECT type, tool_results_count, tool_call_count, model, raw FROM records ORDER BY ts").fetchall()
+    con.close()
+    assert [r[:4] for r in rows] == [("request", count, None, "glm-5"), ("response", None, count, "glm-5")]
+    assert [r[4] for r in rows] == path.read_text().splitlines()
