@@ -59,20 +59,32 @@ def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None
 
 
 def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until, *,
-                     force: bool = False, selector=None, deadline_s=60.0, progress=None) -> list:
+                     force: bool = False, selector=None, deadline_s=60.0, progress=None, ahead=None) -> list:
     """Load metric files and/or query Prometheus, then (re)compute the pod windows.
 
     Without metric options, windows are still recomputed when new log records
     arrived and samples are stored: logged requests are demand in the wedge rule.
-    Returns the loads; their ``warnings`` (coarse samples, pods without a model,
-    ...) are the caller's to show.
+    ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading files of
+    ``metrics`` since the run began (used when it read all of them, else abandoned;
+    this call owns it). Returns the loads; their ``warnings`` (coarse samples, pods
+    without a model, ...) are the caller's to show.
     """
     from .metrics import load_metrics, load_prometheus, parse_duration, parse_model_map, recompute_windows
 
-    mapping = parse_model_map(model_map)
+    try:
+        mapping = parse_model_map(model_map)
+    except BaseException:
+        if ahead is not None:
+            ahead.abandon()
+        raise
+    if ahead is not None and ahead.paths != list(metrics or []):  # metric files found among the logs too
+        ahead.abandon()
+        ahead = None
     loads = []
     if metrics or (model_map and not prometheus):
-        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress))
+        staged = ahead.result() if ahead is not None else None
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
+                                  staged=staged))
     if prometheus:
         loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping,
                                      selector=selector, timeout=deadline_s, progress=progress))

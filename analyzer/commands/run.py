@@ -111,6 +111,7 @@ def run_main_job(
     with modules_loading():
         from ..db import INGEST_ROW_GROUP_ROWS, connect
         from ..metrics import parse_duration
+        from ..metrics.ahead import StagingAhead, worth_staging_ahead
         from ..sources import discover_inputs
         from ..summary import parse_range
 
@@ -149,9 +150,18 @@ def run_main_job(
 
         record_rerun = rerun.keepable(db)
     kept = None  # the state a re-run will be in (analyzer.rerun), and what it prints
-    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
+    # Beside small logs the metric files are read (into a scratch database) from
+    # now on, while the database opens and the logs are ingested; _job hands the
+    # reading to the metrics' load, which owns it from there.
+    ahead = StagingAhead(metrics) if worth_staging_ahead(metrics, sources.files) else None
     try:
-        summary, report, metric_loads = _job(con, sources, progress_shown=shown, **job)
+        con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
+    except BaseException:
+        if ahead is not None:
+            ahead.abandon()
+        raise
+    try:
+        summary, report, metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
         if record_rerun:  # what the same command run again will print
             if _nothing_new(report, metric_loads, save_wedge_window):
                 again = (sources, summary)
@@ -178,8 +188,12 @@ def run_main_job(
 
 def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, until_dt, metrics, requested_w,
          save_wedge_window: bool, prometheus, model_map, caller_deadline_s, selector, deadline_s,
-         diagnostics: bool = True) -> tuple[dict, object, list]:
-    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads)."""
+         diagnostics: bool = True, ahead=None) -> tuple[dict, object, list]:
+    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads).
+
+    ``ahead``: the ``--metrics`` files being read since the run began
+    (:class:`analyzer.metrics.ahead.StagingAhead`); this call owns it.
+    """
     from ..holdings import changes, holdings, plan_wedge_window
     from ..ingestion import ingest
     from ..metrics.progress import metrics_progress
@@ -187,19 +201,24 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
     from ..terminal import byte_progress, print_ingest_diagnostics, warn
     from ..turns import refresh_turns
 
-    before = holdings(con)
-    stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
-    with byte_progress("ingesting", progress_shown) as progress:
-        report = ingest(con, sources, strict=strict, progress=progress)
-    if diagnostics:
-        print_ingest_diagnostics(report)
-    _fail_when_nothing_was_read(report)
+    try:
+        before = holdings(con)
+        stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
+        with byte_progress("ingesting", progress_shown) as progress:
+            report = ingest(con, sources, strict=strict, progress=progress)
+        if diagnostics:
+            print_ingest_diagnostics(report)
+        _fail_when_nothing_was_read(report)
+    except BaseException:
+        if ahead is not None:
+            ahead.abandon()
+        raise
     if report.metric_files:  # Prometheus exports passed among the logs
         metrics = list(metrics or []) + report.metric_files
     with metrics_progress(progress_shown) as mprogress:
         metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
                                         force=save_wedge_window, selector=selector,
-                                        deadline_s=deadline_s, progress=mprogress)
+                                        deadline_s=deadline_s, progress=mprogress, ahead=ahead)
     for load in metric_loads if diagnostics else ():
         for warning in load.warnings:
             warn(warning)  # pod names are log text

@@ -38,7 +38,7 @@ from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, we
 from ..urls import public_url
 
 __all__ = [
-    "MetricsReport", "load_metrics", "load_prometheus", "recompute_windows", "wedged_episodes",
+    "MetricsReport", "StagedFiles", "load_metrics", "stage_metric_files", "load_prometheus", "recompute_windows", "wedged_episodes",
     "parse_duration", "parse_model_map", "WEDGED", "DOWN", "SLEEPING", "Progress",
 ]
 
@@ -83,6 +83,60 @@ class MetricsReport:
         return self
 
 
+@dataclass
+class StagedFiles:
+    """Metric files read into a scratch database, not yet stored (:func:`stage_metric_files`).
+
+    :func:`load_metrics` stores them (``staged=``) and closes the scratch
+    database; a caller that does not get that far calls :meth:`close`.
+    """
+
+    scratch: duckdb.DuckDBPyConnection
+    series: Series
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # as the caller gave them
+
+    def close(self) -> None:
+        """Close the scratch database (and remove its spill folder)."""
+        close_stage(self.scratch)
+
+
+def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
+                       opened: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> StagedFiles:
+    """Read every metric file of ``paths`` into a scratch database; nothing is stored.
+
+    ``opened(scratch)`` is called once the scratch database exists (a caller in
+    another thread uses it to interrupt the reading).
+
+    Raises:
+        InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
+    """
+    from .readers import stage_file
+
+    paths = list(paths)
+    files = discover_metric_files(paths)
+    sizes = [f.stat().st_size for f in files]
+    total = sum(sizes) or 1
+    done = 0
+    staged = StagedFiles(scratch=open_stage(), series=Series(), paths=paths)  # label sets interned once
+    if opened:
+        opened(staged.scratch)
+    try:
+        for src, (path, size) in enumerate(zip(files, sizes)):
+            if progress:
+                progress(done, total, f"metrics {path.name}")
+            _form, notes = stage_file(staged.scratch, path, staged.series)
+            seal_input(staged.scratch, src)
+            staged.sources.append(str(path.resolve()))
+            staged.warnings += notes
+            done += size
+    except BaseException:
+        staged.close()
+        raise
+    return staged
+
+
 def load_metrics(
     con: duckdb.DuckDBPyConnection,
     paths: Iterable[str],
@@ -90,6 +144,7 @@ def load_metrics(
     wedge_window: str | float = "5m",
     model_map: dict[str, str] | None = None,
     progress: Progress | None = None,
+    staged: StagedFiles | None = None,
 ) -> MetricsReport:
     """Load metric files into ``metric_samples`` and recompute ``pod_windows``.
 
@@ -99,6 +154,8 @@ def load_metrics(
         wedge_window: how long a flat counter under demand makes a wedge (``"5m"``).
         model_map: log ``model`` -> metric ``model_name`` where they differ (stored).
         progress: called with ``(done, total, what)`` per file and for the windows.
+        staged: ``paths`` already read by :func:`stage_metric_files` (this call
+            stores them and closes the scratch database).
 
     All files load in one transaction: a file that does not parse leaves the
     database as it was. Loading a file again stores nothing new. CSV and JSON go
@@ -108,33 +165,24 @@ def load_metrics(
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
         AnalyzerError: (usage) a bad ``wedge_window``.
     """
-    from .readers import stage_file
-
-    w_s = parse_duration(wedge_window, "--wedge-window")
-    report = MetricsReport(wedge_window_s=w_s)
-    files = discover_metric_files(paths)
-    sizes = [f.stat().st_size for f in files]
-    total = sum(sizes) or 1
-    done = 0
-    scratch = open_stage()
-    series = Series()  # label sets interned once across the files
     try:
-        for src, (path, size) in enumerate(zip(files, sizes)):
-            if progress:
-                progress(done, total, f"metrics {path.name}")
-            _form, notes = stage_file(scratch, path, series)
-            seal_input(scratch, src)
-            report.sources.append(str(path.resolve()))
-            report.warnings += notes
-            done += size
+        w_s = parse_duration(wedge_window, "--wedge-window")
+    except BaseException:
+        if staged is not None:
+            staged.close()
+        raise
+    if staged is None:
+        staged = stage_metric_files(paths, progress)
+    report = MetricsReport(wedge_window_s=w_s, sources=list(staged.sources), warnings=list(staged.warnings))
+    try:
         with transaction(con):
             # Every file of the load in one INSERT: the files were all read first, so one
             # that does not parse has stopped the load before anything was written.
-            report._add(store_stage(con, scratch, series, report.sources))
+            report._add(store_stage(con, staged.scratch, staged.series, report.sources))
             store_model_map(con, model_map)
             result = write_windows(con, w_s, progress)
     finally:
-        close_stage(scratch)
+        staged.close()
     return report._finish(result)
 
 

@@ -1,0 +1,125 @@
+"""`analyze LOGS --metrics FILES` reads the metric files while the logs are ingested
+(analyzer.metrics.ahead): the same database and summary as reading them after, the
+same failures, and nothing left behind when the run fails or a file does not parse."""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+import threading
+
+import duckdb
+import pytest
+
+import analyzer.metrics.ahead as ahead_module
+from analyzer.commands import run as run_command
+from analyzer.errors import InputError
+from analyzer.sources import SourceFile
+from tests.test_metrics_cli import write_week
+
+# What differs between two runs of one command: when and how long.
+_VOLATILE = {"elapsed_s", "seconds", "ingested_at", "generated_at", "path", "db", "database", "sources"}
+
+
+def _stable(value):
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _tables(db) -> dict:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT * EXCLUDE ({skip}) FROM {t} ORDER BY ALL").fetchall() for t, skip in (
+            ("metric_points", "source_id"), ("metric_series", "labels"), ("pod_windows", "detail"),
+            ("turns", "request_id"))}
+    finally:
+        con.close()
+
+
+def _spill_dirs() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "analyzer-metrics-*")))
+
+
+def _metrics_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("analyzer-metrics")]
+
+
+def _run(logs, files, db, capsys):
+    summary = run_command.run_main_job(files=[str(logs)], db=db, json_out=True,
+                                       metrics=[str(f) for f in files], wedge_window="2m")
+    capsys.readouterr()
+    return summary
+
+
+def test_reading_ahead_gives_what_reading_after_gives(tmp_path, monkeypatch, capsys):
+    logs, files = write_week(tmp_path)
+    started = []
+    real = ahead_module.StagingAhead
+
+    class Counted(real):
+        def __init__(self, paths):
+            started.append(list(paths))
+            super().__init__(paths)
+
+    monkeypatch.setattr(ahead_module, "StagingAhead", Counted)
+    ahead = _run(logs, files, tmp_path / "ahead.duckdb", capsys)
+    assert started == [[str(f) for f in files]]  # small logs: read ahead
+    monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
+    after = _run(logs, files, tmp_path / "after.duckdb", capsys)
+    assert len(started) == 1
+    assert _stable(ahead) == _stable(after)
+    assert ahead["metrics"]["loads"][0]["samples_new"] > 0
+    assert ahead["classes"].get("wedged-pod")  # the windows were made from what was read ahead
+    assert _tables(tmp_path / "ahead.duckdb") == _tables(tmp_path / "after.duckdb")
+    assert any(w[2] == "wedged" for w in _tables(tmp_path / "ahead.duckdb")["pod_windows"])
+    assert not _metrics_threads()
+
+
+def test_a_file_that_does_not_parse_fails_after_the_logs_and_leaves_nothing(tmp_path, capsys):
+    logs, files = write_week(tmp_path)
+    bad = tmp_path / "metrics" / "broken.json"
+    bad.write_text('{"status": "success", "data": {"resultType": "matrix", "result": [')
+    spills = _spill_dirs()
+    with pytest.raises(InputError) as failed:
+        _run(logs, [*files, bad], tmp_path / "a.duckdb", capsys)
+    assert "broken.json" in str(failed.value)
+    con = duckdb.connect(str(tmp_path / "a.duckdb"), read_only=True)
+    try:  # the logs were ingested, as when the files were read after them; no metric was stored
+        lines = sum(len(p.read_text().splitlines()) for p in logs.iterdir())
+        assert con.execute("SELECT count(*) FROM records").fetchall() == [(lines,)]
+        assert con.execute("SELECT count(*) FROM metric_points").fetchall() == [(0,)]
+    finally:
+        con.close()
+    assert _spill_dirs() == spills and not _metrics_threads()
+
+
+def test_a_failed_ingest_stops_the_reading_and_closes_it(tmp_path, capsys):
+    logs, files = write_week(tmp_path)
+    with open(logs / "a.jsonl", "a") as f:
+        f.write("{not json\n")
+    spills = _spill_dirs()
+    with pytest.raises(InputError):
+        run_command.run_main_job(files=[str(logs)], db=tmp_path / "s.duckdb", json_out=True, strict=True,
+                                 metrics=[str(f) for f in files], wedge_window="2m")
+    assert _spill_dirs() == spills and not _metrics_threads()
+
+
+def test_only_beside_small_logs_read_from_files():
+    def f(path, size, form=None):
+        s = SourceFile(path=path, size=size, mtime=0.0)
+        s._form = form
+        return s
+
+    small, limit = [f("/l/a.jsonl", 1000)], ahead_module.AHEAD_LOG_BYTES
+    assert ahead_module.worth_staging_ahead(["m.csv"], small)
+    assert not ahead_module.worth_staging_ahead([], small)
+    assert not ahead_module.worth_staging_ahead(None, small)
+    assert ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl", limit)])
+    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl", limit // 2), f("/l/b.jsonl", limit // 2 + 1)])
+    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl.gz", limit // 5)])  # inflates
+    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("<stdin>", 0, "stdin")])
+    # (the paths do not exist: no file's form was asked, which would read its head)
