@@ -123,3 +123,51 @@ def test_only_beside_small_logs_read_from_files():
     assert not ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl.gz", limit // 5)])  # inflates
     assert not ahead_module.worth_staging_ahead(["m.csv"], [f("<stdin>", 0, "stdin")])
     # (the paths do not exist: no file's form was asked, which would read its head)
+
+
+def _big_csv(path, rows: int) -> None:
+    labels = '"{""namespace"": ""llm"", ""pod"": ""glm-5-0"", ""model_name"": ""glm-5"", ""engine"": ""0""}"'
+    with open(path, "w") as f:
+        f.write("timestamp,metric,labels,value\n")
+        f.writelines(f"{1794787200 + i * 15},vllm:generation_tokens_total,{labels},{i * 7}\n" for i in range(rows))
+
+
+def test_ctrl_c_while_the_metrics_are_read_ahead_exits_130_and_leaves_nothing(tmp_path):
+    """A real SIGINT while the logs are ingested and the metric files are still being read."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from analyzer.errors import ExitCode
+    from tests.support.terminal import ROOT
+    from tests.test_operator_cli import _big_logs
+
+    logs = _big_logs(tmp_path / "logs")
+    csv = tmp_path / "samples.csv"
+    _big_csv(csv, 1_200_000)  # read for longer than the signal takes to come
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    db = tmp_path / "a.duckdb"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch_tmp), "ANALYZER_BATCH_BYTES": "600000"}
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", str(logs), "--db", str(db), "--json",
+                             "--metrics", str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not list(scratch_tmp.glob("analyzer-metrics-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)  # the reading has begun
+    while not db.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)  # and the database is open
+    time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before the signal"
+    proc.send_signal(signal.SIGINT)
+    # Ends within seconds: the interrupted read is not taken for a file DuckDB cannot
+    # read (which would read the 1.2 million rows again in Python, for most of a minute).
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == ExitCode.INTERRUPTED and err == "analyze: error: interrupted\n" and out == ""
+    assert list(scratch_tmp.iterdir()) == []  # the scratch database's spill folder is gone
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM metric_points").fetchall() == [(0,)]
+    finally:
+        con.close()

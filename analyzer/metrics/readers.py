@@ -180,6 +180,8 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
                                 escape = '"', auto_detect = false, strict_mode = true, compression = $comp))
             WHERE coalesce(m, '') <> '' OR coalesce(t, '') <> ''
             """, {"path": str(path), "columns": columns, "comp": _compression(path)})
+    except duckdb.InterruptException:  # Ctrl-C (or a run abandoned): never a reason to read another way
+        raise
     except duckdb.Error as exc:  # unquoted commas in labels, a ragged row: the Python parser decides
         raise _Fallback from exc
     bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
@@ -293,6 +295,8 @@ def _stage_json_typed(con: duckdb.DuckDBPyConnection, path: Path, series: Series
                        round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
                 FROM points
                 """)
+        except duckdb.InterruptException:  # Ctrl-C (or a run abandoned): never a reason to read another way
+            raise
         except duckdb.Error:  # a statement that fails stages nothing: the JSON-text reader decides
             return False
         bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
@@ -356,6 +360,8 @@ def _stage_json_objects(con: duckdb.DuckDBPyConnection, path: Path, series: Seri
                    round(CAST(p[1] AS DOUBLE) * 1e6)::BIGINT, TRY_CAST(p[2] AS DOUBLE)
             FROM points
             """, params)
+    except duckdb.InterruptException:  # Ctrl-C (or a run abandoned): never a reason to read another way
+        raise
     except duckdb.Error as exc:
         raise _Fallback from exc
     bad = con.execute(f"SELECT count(*) FROM {STAGE} WHERE src IS NULL AND (ts_us IS NULL OR value IS NULL)"
@@ -426,6 +432,8 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
         staged, untimed = con.execute(
             f"SELECT count(*), count(*) FILTER (WHERE ts_us = $t) FROM {STAGE} WHERE src IS NULL",
             {"t": default_ts}).fetchall()[0]
+    except duckdb.InterruptException:  # Ctrl-C (or a run abandoned): never a reason to read another way
+        raise
     except duckdb.Error as exc:
         raise InputError(f"{path}: not a valid text metrics file: {exc}") from exc
     finally:
