@@ -25,7 +25,7 @@ g AS (
     SELECT key, count(*) AS turns, count(DISTINCT session_id) AS sessions,
            count(*) FILTER (WHERE incident_class <> 'ok') AS failed,
            count(*) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible,
-           mode(incident_class) FILTER (WHERE incident_class <> 'ok') AS top_failure
+           most_frequent(histogram(incident_class) FILTER (WHERE incident_class <> 'ok')) AS top_failure
     FROM t GROUP BY key
 )
 SELECT key, turns, sessions, failed, eligible, top_failure,

@@ -17,7 +17,7 @@ SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
        round(date_diff('second', w.start_ts, w.end_ts) / 60.0, 1) AS minutes,
        count(t.request_id) AS turns,
        count(t.request_id) FILTER (WHERE t.incident_class <> 'ok') AS failed_turns,
-       mode(t.incident_class) FILTER (WHERE t.incident_class <> 'ok') AS main_failure_class,
+       most_frequent(histogram(t.incident_class) FILTER (WHERE t.incident_class <> 'ok')) AS main_failure_class,
        w.detail
 FROM w
 LEFT JOIN turns t

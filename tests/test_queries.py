@@ -349,3 +349,20 @@ def test_a_read_only_connection_to_an_older_database_gets_todays_macros(tmp_path
         assert ro.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall() == [("older",)]
     finally:
         ro.close()
+
+
+def test_most_frequent_breaks_a_tie_the_same_way_every_time(fresh):
+    """The questions' main class (error_groups, pod_window_failures, failures_by_dimension)
+    comes from most_frequent: a tie goes to the smallest class, whatever order the rows came in."""
+    rows = [("other-5xx",)] * 3 + [("tool-history-5xx",)] * 3 + [("ok",)]
+    picks = set()
+    for seed in range(20):
+        picks.add(fresh.execute(
+            "SELECT most_frequent(histogram(c)) FROM (SELECT c FROM (VALUES " + ", ".join("(?)" for _ in rows)
+            + ") v(c) ORDER BY hash(c || ?::VARCHAR))", [r[0] for r in rows] + [seed]).fetchall()[0][0])
+    assert picks == {"other-5xx"}
+    assert fresh.execute("SELECT most_frequent(histogram(c)) FROM (VALUES ('a'), ('b'), ('b')) v(c)").fetchall() == [("b",)]
+    # mode() names 'b' here, in either order (its tie follows its hash table)
+    assert fresh.execute("SELECT most_frequent(histogram(c)) FROM (VALUES ('b'), ('a')) v(c)").fetchall() == [("a",)]
+    assert fresh.execute("SELECT most_frequent(histogram(c) FILTER (WHERE c <> 'a')) FROM (VALUES ('a')) v(c)"
+                         ).fetchall() == [(None,)]
