@@ -27,15 +27,21 @@ import weakref
 
 _state: dict = {"interrupted": False, "raised": False, "wakeup": None}
 _connections: "weakref.WeakSet" = weakref.WeakSet()
+# Connections are tracked from several threads (the ingest's stores, the metrics read
+# ahead) while the watcher thread walks the set: one lock, or the walk can fail.
+_connections_lock = threading.Lock()
 
 
 def track(con) -> None:
     """Have a SIGINT interrupt whatever ``con`` (a DuckDB connection) is running."""
-    _connections.add(con)
+    with _connections_lock:
+        _connections.add(con)
 
 
 def _interrupt_connections() -> None:
-    for con in list(_connections):
+    with _connections_lock:
+        connections = list(_connections)
+    for con in connections:
         try:
             con.interrupt()
         except Exception:  # noqa: BLE001 - closed, or nothing running: nothing to stop

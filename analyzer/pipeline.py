@@ -64,9 +64,9 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
 
     Without metric options, windows are still recomputed when new log records
     arrived and samples are stored: logged requests are demand in the wedge rule.
-    ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading files of
-    ``metrics`` since the run began (used when it read all of them, else abandoned;
-    this call owns it). Returns the loads; their ``warnings`` (coarse samples, pods
+    ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading the first
+    files of ``metrics`` since the run began (those after them, found among the
+    logs, are read into the same stage; this call owns it). Returns the loads; their ``warnings`` (coarse samples, pods
     without a model, ...) are the caller's to show.
     """
     from .metrics import load_metrics, load_prometheus, parse_duration, parse_model_map, recompute_windows
@@ -77,12 +77,16 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
         if ahead is not None:
             ahead.abandon()
         raise
-    if ahead is not None and ahead.paths != list(metrics or []):  # metric files found among the logs too
-        ahead.abandon()
-        ahead = None
     loads = []
     if metrics or (model_map and not prometheus):
-        staged = ahead.result() if ahead is not None else None
+        staged = None
+        if ahead is not None:
+            staged = ahead.result()
+            more = list(metrics)[len(ahead.paths):]  # metric files found among the logs: read into the same stage
+            if more:
+                from .metrics import stage_metric_files
+
+                stage_metric_files(more, progress, into=staged)
         loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
                                   staged=staged))
     if prometheus:

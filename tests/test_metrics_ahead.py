@@ -46,7 +46,15 @@ def _spill_dirs() -> set[str]:
 
 
 def _metrics_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("analyzer-metrics")]
+    """The metrics' reading threads still alive (given a moment to end after handing over)."""
+    import time
+
+    deadline = time.monotonic() + 5
+    while True:
+        alive = [t.name for t in threading.enumerate() if t.name.startswith("analyzer-metrics")]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.01)
 
 
 def _run(logs, files, db, capsys):
@@ -112,21 +120,28 @@ def test_a_failed_ingest_stops_the_reading_and_closes_it(tmp_path, capsys):
     assert _spill_dirs() == spills and not _metrics_threads()
 
 
-def test_only_beside_small_logs_read_from_files():
+def test_only_beside_small_logs_and_files_duckdb_reads(tmp_path):
     def f(path, size, form=None):
         s = SourceFile(path=path, size=size, mtime=0.0)
         s._form = form
         return s
 
-    small, limit = [f("/l/a.jsonl", 1000)], ahead_module.AHEAD_LOG_BYTES
-    assert ahead_module.worth_staging_ahead(["m.csv"], small)
+    csv = tmp_path / "m.csv"
+    csv.write_text("timestamp,metric,labels,value\n1794787200,up,\"{}\",1\n")
+    scrape = tmp_path / "m.prom"
+    scrape.write_text('up{pod="p1"} 1 1794787200000\n')
+    m, small, limit = [str(csv)], [f("/l/a.jsonl", 1000)], ahead_module.AHEAD_LOG_BYTES
+    assert ahead_module.worth_staging_ahead(m, small)
     assert not ahead_module.worth_staging_ahead([], small)
     assert not ahead_module.worth_staging_ahead(None, small)
-    assert ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl", limit)])
-    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl", limit // 2), f("/l/b.jsonl", limit // 2 + 1)])
-    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("/l/a.jsonl.gz", limit // 5)])  # inflates
-    assert not ahead_module.worth_staging_ahead(["m.csv"], [f("<stdin>", 0, "stdin")])
-    # (the paths do not exist: no file's form was asked, which would read its head)
+    assert ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl", limit)])
+    assert not ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl", limit // 2), f("/l/b.jsonl", limit // 2 + 1)])
+    assert not ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl.gz", limit // 5)])  # inflates
+    assert not ahead_module.worth_staging_ahead(m, [f("<stdin>", 0, "stdin")])
+    # (the log paths do not exist: no log's form was asked, which would read its head)
+    assert not ahead_module.worth_staging_ahead([str(scrape)], small)  # parsed in Python: nothing stops it
+    assert not ahead_module.worth_staging_ahead([str(csv), str(scrape)], small)
+    assert not ahead_module.worth_staging_ahead([str(tmp_path / "missing.csv")], small)  # the load says so
 
 
 def _big_csv(path, rows: int) -> None:
@@ -177,3 +192,51 @@ def test_ctrl_c_while_the_metrics_are_read_ahead_exits_130_and_leaves_nothing(tm
         assert not made or con.execute("SELECT count(*) FROM metric_points").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+def test_metric_files_among_the_logs_join_what_was_read_ahead(tmp_path, monkeypatch, capsys):
+    """A Prometheus export among the logs is read into the same stage, once: as reading after gives."""
+    logs, files = write_week(tmp_path)
+    (logs / "up.json").write_bytes(files[2].read_bytes())  # `up`, passed among the logs
+    runs = {}
+    for name, ahead in (("ahead", True), ("after", False)):
+        if not ahead:
+            monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
+        runs[name] = _run(logs, files[:2], tmp_path / f"{name}.duckdb", capsys)
+    assert _stable(runs["ahead"]) == _stable(runs["after"])
+    assert [len(m["sources"]) for m in runs["ahead"]["metrics"]["loads"]] == [3]
+    assert _tables(tmp_path / "ahead.duckdb") == _tables(tmp_path / "after.duckdb")
+
+
+def test_a_failed_run_does_not_wait_for_a_file_read_in_python(tmp_path):
+    """A small text scrape (parsed in Python, which no interrupt stops) is read after the logs:
+    a failed ingest fails the run at once, not when the scrape would have been read."""
+    import subprocess
+    import sys
+    import time
+
+    from analyzer.errors import ExitCode
+    from tests.support.terminal import ROOT
+
+    logs, _files = write_week(tmp_path)
+    with open(logs / "a.jsonl", "a") as f:
+        f.write("{not json\n")  # --strict fails the ingest on it
+    scrape = tmp_path / "scrape.prom"  # under the size that streams through DuckDB: prometheus-client parses it
+    with open(scrape, "w") as f:
+        f.writelines(f'vllm:generation_tokens_total{{pod="p{i % 50}",model_name="glm-5",engine="0"}} {i} '
+                     f"{1794787200000 + i * 15000}\n" for i in range(60_000))
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch_tmp)}
+    started = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli", str(logs), "--db", str(tmp_path / "a.duckdb"),
+                        "--strict", "--json", "--metrics", str(scrape)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    took = time.monotonic() - started
+    assert p.returncode == ExitCode.BAD_INPUT and "--strict" in p.stderr, p.stderr
+    read = subprocess.run([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+                           "from analyzer.metrics import stage_metric_files; t = time.monotonic(); "
+                           "stage_metric_files([sys.argv[2]]).close(); print(time.monotonic() - t)",
+                           str(ROOT), str(scrape)], capture_output=True, text=True, env=env, timeout=300)
+    assert took < float(read.stdout), (took, read.stdout, read.stderr)  # it did not wait for the reading
+    assert list(scratch_tmp.iterdir()) == []

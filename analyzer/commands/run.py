@@ -215,10 +215,15 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
         raise
     if report.metric_files:  # Prometheus exports passed among the logs
         metrics = list(metrics or []) + report.metric_files
-    with metrics_progress(progress_shown) as mprogress:
-        metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
-                                        force=save_wedge_window, selector=selector,
-                                        deadline_s=deadline_s, progress=mprogress, ahead=ahead)
+    try:
+        with metrics_progress(progress_shown) as mprogress:
+            metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt,
+                                            until_dt, force=save_wedge_window, selector=selector,
+                                            deadline_s=deadline_s, progress=mprogress, ahead=ahead)
+    except BaseException:
+        if ahead is not None:
+            ahead.abandon()  # nothing when the load took the files over (it closes them itself)
+        raise
     for load in metric_loads if diagnostics else ():
         for warning in load.warnings:
             warn(warning)  # pod names are log text

@@ -103,11 +103,14 @@ class StagedFiles:
 
 
 def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
-                       opened: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> StagedFiles:
+                       opened: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+                       into: StagedFiles | None = None) -> StagedFiles:
     """Read every metric file of ``paths`` into a scratch database; nothing is stored.
 
     ``opened(scratch)`` is called once the scratch database exists (a caller in
-    another thread uses it to interrupt the reading).
+    another thread uses it to interrupt the reading); ``progress`` before each
+    file (an exception it raises stops the reading). ``into``: files staged
+    already, which these join (their scratch database; closed on failure).
 
     Raises:
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
@@ -119,15 +122,16 @@ def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
     sizes = [f.stat().st_size for f in files]
     total = sum(sizes) or 1
     done = 0
-    staged = StagedFiles(scratch=open_stage(), series=Series(), paths=paths)  # label sets interned once
-    if opened:
-        opened(staged.scratch)
+    staged = into if into is not None else StagedFiles(scratch=open_stage(), series=Series())  # labels interned once
+    staged.paths += paths
     try:
-        for src, (path, size) in enumerate(zip(files, sizes)):
+        if opened:
+            opened(staged.scratch)
+        for path, size in zip(files, sizes):
             if progress:
                 progress(done, total, f"metrics {path.name}")
             _form, notes = stage_file(staged.scratch, path, staged.series)
-            seal_input(staged.scratch, src)
+            seal_input(staged.scratch, len(staged.sources))
             staged.sources.append(str(path.resolve()))
             staged.warnings += notes
             done += size

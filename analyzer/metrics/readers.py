@@ -74,7 +74,7 @@ class _Fallback(Exception):
     """The SQL path cannot take this file as is: read it with the Python parser."""
 
 
-def _head(path: Path) -> str:
+def head_text(path: Path) -> str:
     """The first 64 KiB of a file's text (gunzipped), for detection."""
     with path.open("rb") as f:
         magic = f.read(2)
@@ -117,7 +117,7 @@ def check_metric_paths(paths: list[str]) -> None:
     from .formats import discover_metric_files
 
     for path in discover_metric_files(paths):
-        _not_a_proxy_log(path, _head(path)[:4096])
+        _not_a_proxy_log(path, head_text(path)[:4096])
 
 
 def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tuple[str, list[str]]:
@@ -128,7 +128,7 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tu
     Raises:
         InputError: the file cannot be read or does not parse in its detected form.
     """
-    head = _head(path)
+    head = head_text(path)
     _not_a_proxy_log(path, head)
     form = detect_form(head, path.name)
     try:
