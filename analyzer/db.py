@@ -80,8 +80,17 @@ def memory_bound(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.
         return
     try:
         yield con
-    finally:
-        con.execute("SET memory_limit = ?", [before])
+    except BaseException:
+        # DuckDB refuses even a SET on a transaction the failure left aborted: the
+        # error that ended the block is what the caller sees (the caller's rollback
+        # follows). GeneratorExit too: a block abandoned by a Ctrl-C in the middle of
+        # the exit is closed by the collector, which would print the SET's error.
+        try:
+            con.execute("SET memory_limit = ?", [before])
+        except duckdb.Error:
+            pass
+        raise
+    con.execute("SET memory_limit = ?", [before])
 
 
 @contextmanager

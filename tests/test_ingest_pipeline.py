@@ -300,3 +300,38 @@ def test_an_error_on_an_aborted_transaction_is_not_hidden_by_putting_the_setting
         assert con.execute(settings).fetchall()[0] == (threads, True)
     finally:
         con.close()
+
+
+def test_the_classification_bound_does_not_hide_an_error_on_an_aborted_transaction(tmp_path):
+    """memory_bound puts DuckDB's limit back on the way out; on an aborted transaction DuckDB
+    refuses that SET, and the error that ended the block (an interrupt, a failed statement) is
+    what surfaces, also when the block is abandoned and the generator is closed by the collector
+    (a Ctrl-C between two bytecodes of the context manager's exit)."""
+    import gc
+    import sys
+
+    from analyzer.db import memory_bound
+
+    con = connect(tmp_path / "a.duckdb")
+    unraisable = []
+    old_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        con.execute("BEGIN TRANSACTION")
+        with pytest.raises(duckdb.ConstraintException):
+            with memory_bound(con, "500MB"):
+                con.execute("INSERT INTO settings VALUES ('x', '1', now())")
+                con.execute("INSERT INTO settings VALUES ('x', '2', now())")  # the key again: aborted
+        con.execute("ROLLBACK")
+        con.execute("BEGIN TRANSACTION")
+        bound = memory_bound(con, "500MB")
+        bound.__enter__()
+        with pytest.raises(duckdb.ConstraintException):
+            con.execute("INSERT INTO settings VALUES ('y', '1', now())")
+            con.execute("INSERT INTO settings VALUES ('y', '2', now())")
+        del bound  # never exited: the collector closes the generator
+        gc.collect()
+        con.execute("ROLLBACK")
+        assert unraisable == []
+    finally:
+        sys.unraisablehook = old_hook
+        con.close()
