@@ -66,17 +66,14 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
     arrived and samples are stored: logged requests are demand in the wedge rule.
     ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading the first
     files of ``metrics`` since the run began (those after them, found among the
-    logs, are read into the same stage; this call owns it). Returns the loads; their ``warnings`` (coarse samples, pods
-    without a model, ...) are the caller's to show.
+    logs, are read into the same stage); its result is taken here, and the caller
+    abandons it whatever happens (which does nothing once it was taken). Returns
+    the loads; their ``warnings`` (coarse samples, pods without a model, ...) are
+    the caller's to show.
     """
     from .metrics import load_metrics, load_prometheus, parse_duration, parse_model_map, recompute_windows
 
-    try:
-        mapping = parse_model_map(model_map)
-    except BaseException:
-        if ahead is not None:
-            ahead.abandon()
-        raise
+    mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
         staged = None

@@ -151,28 +151,28 @@ def run_main_job(
         record_rerun = rerun.keepable(db)
     kept = None  # the state a re-run will be in (analyzer.rerun), and what it prints
     # Beside small logs the metric files are read (into a scratch database) from
-    # now on, while the database opens and the logs are ingested; _job hands the
-    # reading to the metrics' load, which owns it from there.
+    # now on, while the database opens and the logs are ingested; the metrics' load
+    # takes what was read. Abandoned on the way out whatever happened (a failed
+    # connect or ingest, Ctrl-C): nothing once the load took it.
     ahead = StagingAhead(metrics) if worth_staging_ahead(metrics, sources.files) else None
     try:
         con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
-    except BaseException:
+        try:
+            summary, report, metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
+            if record_rerun:  # what the same command run again will print
+                if _nothing_new(report, metric_loads, save_wedge_window):
+                    again = (sources, summary)
+                elif report.metric_files or metric_loads:
+                    again = None  # its re-run would load them again: no record
+                else:
+                    again = _run_again(con, files, job)
+                if again is not None:
+                    kept = (_rerun_state(con, files, db, json_out, again[0]), again[1])
+        finally:
+            con.close()
+    finally:
         if ahead is not None:
             ahead.abandon()
-        raise
-    try:
-        summary, report, metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
-        if record_rerun:  # what the same command run again will print
-            if _nothing_new(report, metric_loads, save_wedge_window):
-                again = (sources, summary)
-            elif report.metric_files or metric_loads:
-                again = None  # its re-run would load them again: no record
-            else:
-                again = _run_again(con, files, job)
-            if again is not None:
-                kept = (_rerun_state(con, files, db, json_out, again[0]), again[1])
-    finally:
-        con.close()
     text = _render(summary, json_out)
     _write(text, summary, json_out)
     if record_rerun:
@@ -192,7 +192,8 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
     """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads).
 
     ``ahead``: the ``--metrics`` files being read since the run began
-    (:class:`analyzer.metrics.ahead.StagingAhead`); this call owns it.
+    (:class:`analyzer.metrics.ahead.StagingAhead`), for the metrics' load; the
+    caller abandons it on the way out.
     """
     from ..holdings import changes, holdings, plan_wedge_window
     from ..ingestion import ingest
@@ -201,29 +202,19 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
     from ..terminal import byte_progress, print_ingest_diagnostics, warn
     from ..turns import refresh_turns
 
-    try:
-        before = holdings(con)
-        stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
-        with byte_progress("ingesting", progress_shown) as progress:
-            report = ingest(con, sources, strict=strict, progress=progress)
-        if diagnostics:
-            print_ingest_diagnostics(report)
-        _fail_when_nothing_was_read(report)
-    except BaseException:
-        if ahead is not None:
-            ahead.abandon()
-        raise
+    before = holdings(con)
+    stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
+    with byte_progress("ingesting", progress_shown) as progress:
+        report = ingest(con, sources, strict=strict, progress=progress)
+    if diagnostics:
+        print_ingest_diagnostics(report)
+    _fail_when_nothing_was_read(report)
     if report.metric_files:  # Prometheus exports passed among the logs
         metrics = list(metrics or []) + report.metric_files
-    try:
-        with metrics_progress(progress_shown) as mprogress:
-            metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt,
-                                            until_dt, force=save_wedge_window, selector=selector,
-                                            deadline_s=deadline_s, progress=mprogress, ahead=ahead)
-    except BaseException:
-        if ahead is not None:
-            ahead.abandon()  # nothing when the load took the files over (it closes them itself)
-        raise
+    with metrics_progress(progress_shown) as mprogress:
+        metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
+                                        force=save_wedge_window, selector=selector,
+                                        deadline_s=deadline_s, progress=mprogress, ahead=ahead)
     for load in metric_loads if diagnostics else ():
         for warning in load.warnings:
             warn(warning)  # pod names are log text

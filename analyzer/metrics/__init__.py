@@ -95,7 +95,6 @@ class StagedFiles:
     series: Series
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)  # as the caller gave them
 
     def close(self) -> None:
         """Close the scratch database (and remove its spill folder)."""
@@ -123,7 +122,6 @@ def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
     total = sum(sizes) or 1
     done = 0
     staged = into if into is not None else StagedFiles(scratch=open_stage(), series=Series())  # labels interned once
-    staged.paths += paths
     try:
         if opened:
             opened(staged.scratch)

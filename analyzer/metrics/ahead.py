@@ -28,6 +28,8 @@ from . import StagedFiles, stage_metric_files
 #: Logs up to this many bytes in all (and no standard input) leave room to read the
 #: metric files beside them.
 AHEAD_LOG_BYTES = 128 * 1024 * 1024
+# A compressed file holds several times its size in lines (a week's logs: 6.5x gzipped).
+_PACKED, _PACKED_SUFFIXES = 10, (".gz", ".parquet")
 
 
 def worth_staging_ahead(metrics, log_files) -> bool:
@@ -38,12 +40,8 @@ def worth_staging_ahead(metrics, log_files) -> bool:
     # also reports a file that is not a log).
     if not metrics or any(f._form == STDIN for f in log_files) or not _read_by_duckdb(metrics):
         return False
-    # A compressed file holds several times its size in lines (a week's logs: 6.5x gzipped).
     return sum((f.size or 0) * (_PACKED if f.path.endswith(_PACKED_SUFFIXES) else 1)
                for f in log_files) <= AHEAD_LOG_BYTES
-
-
-_PACKED, _PACKED_SUFFIXES = 10, (".gz", ".parquet")
 
 
 def _read_by_duckdb(metrics) -> bool:
