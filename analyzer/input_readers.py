@@ -224,20 +224,27 @@ def whole_files(todos: Iterable, cap: int, run_bytes: int = BLOCK_BYTES) -> Iter
     """
     group: list = []
     size = 0
+    # One buffer for every run: the split copies the lines out of it, so the next run
+    # reads into it again (a fresh buffer per run was zeroed, and faulted in page by
+    # page, for every byte read).
+    scratch = [bytearray()]
     for t in todos:
         group.append(t)
         size += t.source.size + 1
         if size >= run_bytes:
-            yield from _read_run(group, cap)
+            yield from _read_run(group, cap, scratch)
             group, size = [], 0
     if group:
-        yield from _read_run(group, cap)
+        yield from _read_run(group, cap, scratch)
 
 
-def _read_run(todos: list, cap: int) -> Iterator[list[WholeFile]]:
-    """One run of :func:`whole_files`: read into one buffer, split once."""
+def _read_run(todos: list, cap: int, scratch: list[bytearray]) -> Iterator[list[WholeFile]]:
+    """One run of :func:`whole_files`: read into one buffer (``scratch[0]``, grown when too small), split once."""
     pa, pc = arrow()
-    buf = bytearray(sum(t.source.size + 1 for t in todos))
+    need = sum(t.source.size + 1 for t in todos)
+    if len(scratch[0]) < need:
+        scratch[0] = bytearray(need + need // 8)
+    buf = scratch[0]
     view = memoryview(buf)
     pos = 0
     out: list[WholeFile] = []

@@ -204,3 +204,21 @@ def test_a_rerun_sees_an_appended_chunk_and_a_same_size_replacement(tmp_path, db
     for (path, n), raw in _stored_lines(db).items():
         if path != str(paths[3]):  # the replaced chunk's old records stay (as for any changed file)
             assert _file_lines(Path(path))[n - 1] == raw
+
+
+def test_runs_read_into_one_buffer_keep_each_runs_lines_after_the_next_is_read(tmp_path):
+    """The runs share one read buffer: every run's lines must survive the runs read after it."""
+    root = tmp_path / "s3"
+    paths = _chunks(root, 40, pairs_per_file=3)
+    # a later file shorter than the ones before it, with no newline at its end:
+    # stale bytes of earlier runs lie past it in the buffer
+    paths[-1].write_bytes(paths[-1].read_bytes()[:200].rstrip(b"\n"))
+    files = discover_inputs([str(root)]).files
+    todos = [ingestion._Todo(f) for f in files]
+    runs = list(whole_files(todos, cap=1 << 20, run_bytes=3000))  # a few files a run
+    assert len(runs) > 5
+    got = [w for run_ in runs for w in run_]  # every run read before any is looked at
+    assert [w.todo for w in got] == todos
+    for w in got:
+        usual = [x for p in text_pieces(w.todo, [0]) for x in p.lines.to_pylist()]
+        assert w.block.lines.to_pylist() == usual, w.todo.source.path
