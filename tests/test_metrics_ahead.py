@@ -240,3 +240,78 @@ def test_a_failed_run_does_not_wait_for_a_file_read_in_python(tmp_path):
                            str(ROOT), str(scrape)], capture_output=True, text=True, env=env, timeout=300)
     assert took < float(read.stdout), (took, read.stdout, read.stderr)  # it did not wait for the reading
     assert list(scratch_tmp.iterdir()) == []
+
+
+def test_abandoned_while_a_file_is_read_no_further_file_is_read(tmp_path):
+    """abandon() while a file is being read: no further file is read, the scratch
+    database is closed and the thread ends."""
+    _, files = write_week(tmp_path)
+    assert len(files) >= 2
+    begun: list[str] = []
+    first_begun, go_on = threading.Event(), threading.Event()
+
+    class Held(ahead_module.StagingAhead):
+        def _before_file(self, done, total, what):
+            begun.append(what)
+            if len(begun) == 1:
+                first_begun.set()
+                assert go_on.wait(20)  # held before reading the first file
+            super()._before_file(done, total, what)
+
+    spills = _spill_dirs()
+    ahead = Held([str(f) for f in files])
+    assert first_begun.wait(20)
+    stopper = threading.Thread(target=ahead.abandon)
+    stopper.start()
+    while not ahead._stopped:  # abandon() has asked the reading to stop ...
+        threading.Event().wait(0.01)
+    go_on.set()  # ... and only then does the first file's reading go on
+    stopper.join(20)
+    assert not stopper.is_alive() and not _metrics_threads()
+    # The file held when abandon() came is read or interrupted; no file after the next is
+    # asked for (the next one, if asked, is refused).
+    assert 1 <= len(begun) <= 2 < len(files)
+    assert _spill_dirs() <= spills  # the scratch database and its spill folder are gone
+
+
+def test_connections_are_tracked_from_threads_while_a_sigint_walks_them():
+    """interrupt.track from worker threads (the stores, the metrics' reading) while the SIGINT
+    watcher interrupts every tracked connection: neither may fail."""
+    from analyzer import interrupt
+
+    class FakeConnection:  # what the watcher calls on a tracked DuckDB connection
+        interrupted = 0
+
+        def interrupt(self):
+            FakeConnection.interrupted += 1
+
+    kept = [FakeConnection() for _ in range(20_000)]
+    for con in kept:
+        interrupt.track(con)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def tracking():
+        try:
+            while not stop.is_set():
+                batch = [FakeConnection() for _ in range(200)]
+                for con in batch:
+                    interrupt.track(con)
+                del batch  # collected: the set shrinks too
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    workers = [threading.Thread(target=tracking) for _ in range(3)]
+    for w in workers:
+        w.start()
+    try:
+        for _ in range(30):
+            interrupt._interrupt_connections()
+    except BaseException as exc:  # noqa: BLE001
+        errors.append(exc)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    assert not errors
+    assert FakeConnection.interrupted >= 30 * len(kept)
