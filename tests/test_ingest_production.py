@@ -463,3 +463,26 @@ def test_system_prompt_records_are_kept_and_joinable(tmp_path, db):
                     WHERE r.type = 'request' AND s.type = 'system_prompt'
                       AND s.system_sha256 = r.raw -> '$.messages[0]' ->> 'system_sha256'""")
     assert rows == [("You are a helpful geospatial agent.",)]
+
+
+def test_a_record_prefix_is_found_anywhere_in_a_head_as_a_search_per_prefix_finds_it():
+    """The form of a file is told from its head: the quick test for a stdout record prefix
+    (the prefixes' lead bytes first) must answer what a search for each prefix answers."""
+    from analyzer.sources import KUBECTL, JSONL, RECORD_PREFIXES, _has_record_prefix, detect_text_form
+
+    record = json.dumps({"type": "response", "timestamp": "2026-11-16T10:00:00Z", "request_id": "0000abcd",
+                         "content": "ok"})
+    ascii_lines = (record + "\n") * 300  # ~30 KB of the proxy's (ASCII) JSON
+    heads = [ascii_lines.encode(), b"", ("caf\u00e9 \u2713 done \u2717\n" + ascii_lines).encode(),
+             ('{"content": "\U0001f4e5 REQUEST" }\n').encode()]
+    for prefix in RECORD_PREFIXES:
+        for before in ("", "[pod/glm-proxy-7d9/proxy] ", "2026-11-16T10:00:00.123Z "):
+            heads.append((ascii_lines + before + prefix + record + "\n").encode())  # deep in the head
+            heads.append((before + prefix + record + "\n" + ascii_lines).encode())
+        heads.append((ascii_lines + prefix[:-2]).encode())  # cut short: not a prefix
+    for head in heads:
+        expected = any(p.encode() in head for p in RECORD_PREFIXES)
+        assert _has_record_prefix(head) == expected, head[-80:]
+    assert detect_text_form("a.jsonl", heads[0])[0] == JSONL
+    assert detect_text_form("a.jsonl", heads[2])[0] == JSONL  # non-ASCII text, no prefix
+    assert detect_text_form("a.log", heads[4])[0] == KUBECTL  # a prefix after 30 KB of JSON
