@@ -64,9 +64,9 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
 
     Without metric options, windows are still recomputed when new log records
     arrived and samples are stored: logged requests are demand in the wedge rule.
-    ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading the first
-    files of ``metrics`` since the run began (those after them, found among the
-    logs, are read into the same stage); its result is taken here, and the caller
+    ``ahead``: a :class:`analyzer.metrics.ahead.StagingAhead` reading the
+    ``--metrics`` files since the run began (the metric files found among the logs,
+    ``ingested.metric_files``, are read into the same stage); its result is taken here, and the caller
     abandons it whatever happens (which does nothing once it was taken). Returns
     the loads; their ``warnings`` (coarse samples, pods without a model, ...) are
     the caller's to show.
@@ -79,11 +79,10 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
         staged = None
         if ahead is not None:
             staged = ahead.result()
-            more = list(metrics)[len(ahead.paths):]  # metric files found among the logs: read into the same stage
-            if more:
+            if ingested.metric_files:  # metric files found among the logs: read into the same stage
                 from .metrics import stage_metric_files
 
-                stage_metric_files(more, progress, into=staged)
+                stage_metric_files(ingested.metric_files, progress, into=staged)
         loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
                                   staged=staged))
     if prometheus:

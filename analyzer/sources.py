@@ -192,9 +192,7 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
             raise FormError(path, "a JSON document that is neither Prometheus metrics nor proxy records")
     if first.startswith(b'{"') and not _PROM_JSON.match(first.decode("utf-8", errors="replace")):
         return JSONL, sep
-    text = head.decode("utf-8", errors="replace")
-    if any(p in text for p in RECORD_PREFIXES):
-        return KUBECTL, sep
+    text = head.decode("utf-8", errors="replace")  # (a prefix in it would be in the bytes: told above)
     lines = [ln.strip() for ln in text.split(sep.decode())]
     lines = [ln for ln in lines if ln]
     if not lines:
