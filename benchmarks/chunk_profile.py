@@ -1,0 +1,201 @@
+"""Where the time of `analyze` on the S3 chunk folder goes: the figures behind the chunk target.
+
+`benchmarks/ingest.py` says how long `analyze s3/` takes against the floor; this
+says what it spends the time on, in three parts, each in a fresh process:
+
+- ``parts``: one `analyze s3/ --db fresh --json` run in-process, with CPU timers
+  around the ingest's parts (``time.thread_time`` around each store, each finish and
+  each run of files read; process CPU around classification and the summary), and
+  the process's CPU, system time and minor page faults (``getrusage``);
+- ``forms``: telling the form of every chunk (read before any file is), best of 3;
+- ``raw``: storing the first 245,760 lines of the one file as ``records.raw`` alone,
+  four ways (zstd, as the analyzer does; uncompressed; DuckDB's own choice; NULL),
+  four batches of 61,440 in their own transactions, one thread: CPU and file size.
+
+The timers wrap private functions of :mod:`analyzer.ingestion` (``_Ingest._store``,
+``_Ingest._finish``, ``whole_files``): this script follows them when they change.
+Uses the inputs ``benchmarks/ingest.py`` generates (run it, or ``--quick``, first).
+
+    PYTHONPATH=<tree under test> python benchmarks/chunk_profile.py [--dir DIR] [--sessions N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RAW_LINES, RAW_BATCH = 245_760, 61_440
+RAW_WAYS = ("zstd", "uncompressed", "auto", "null")
+
+
+def child_parts(s3: str, db: str) -> dict:
+    """One instrumented `analyze s3 --db db --json` in this process."""
+    import analyzer.ingestion as ingestion
+    import analyzer.pipeline as pipeline
+    import analyzer.turns as turns
+    from analyzer import launch
+
+    cpu: Counter = Counter()
+    lock = threading.Lock()
+
+    def thread_cpu(name, f):
+        def timed(*a, **k):
+            t = time.thread_time()
+            try:
+                return f(*a, **k)
+            finally:
+                with lock:
+                    cpu[name] += time.thread_time() - t
+        return timed
+
+    def runs(*a, **k):  # the reader: a generator run in its own thread (prefetch)
+        it = ingestion_whole_files(*a, **k)
+        while True:
+            t = time.thread_time()
+            try:
+                run = next(it)
+            except StopIteration:
+                return
+            finally:
+                with lock:
+                    cpu["reader_cpu_s"] += time.thread_time() - t
+            yield run
+
+    def process_cpu(name, f):
+        def timed(*a, **k):
+            c, w = time.process_time(), time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                cpu[name + "_cpu_s"] += time.process_time() - c
+                cpu[name + "_wall_s"] += time.perf_counter() - w
+        return timed
+
+    ingestion_whole_files = ingestion.whole_files
+    ingestion.whole_files = runs
+    ingestion._Ingest._store = thread_cpu("store_cpu_s", ingestion._Ingest._store)
+    ingestion._Ingest._finish = thread_cpu("finish_cpu_s", ingestion._Ingest._finish)
+    turns.refresh_turns = process_cpu("classify", turns.refresh_turns)
+    pipeline.summarize_stored = process_cpu("summary", pipeline.summarize_stored)
+    wall = time.perf_counter()
+    out = sys.stdout
+    sys.stdout = open(os.devnull, "w")  # the summary is not the figure
+    try:
+        launch.main([s3, "--db", db, "--json"])
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    finally:
+        sys.stdout.close()
+        sys.stdout = out
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {**cpu, "wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "system_s": usage.ru_stime, "minor_faults": usage.ru_minflt, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def child_forms(s3: str) -> dict:
+    """Telling the form of every file of the folder, as the ingest does before reading any; best of 3."""
+    from analyzer.sources import discover_inputs
+
+    best = None
+    for _ in range(3):
+        files = discover_inputs([s3]).files
+        t = time.perf_counter()
+        forms = Counter(f.form for f in files)
+        took = time.perf_counter() - t
+        best = took if best is None else min(best, took)
+    return {"files": len(files), "forms": dict(forms), "best_s": best}
+
+
+def child_raw(one_file: str, way: str, db: str) -> dict:
+    """The first RAW_LINES lines stored as a raw column alone, ``way``; thread CPU of the inserts and commits."""
+    import duckdb
+
+    con = duckdb.connect(db)
+    con.execute("SET threads = 1")
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("""CREATE TEMP TABLE src AS SELECT column0 AS line FROM read_csv($p, columns = {'column0': 'VARCHAR'},
+                   delim = chr(1), quote = '', escape = '', header = false, max_line_size = 200000000) LIMIT $n""",
+                {"p": one_file, "n": RAW_LINES})
+    using = {"zstd": " USING COMPRESSION zstd", "uncompressed": " USING COMPRESSION uncompressed"}.get(way, "")
+    con.execute(f"CREATE TABLE t (batch INTEGER, raw VARCHAR{using})")
+    value = "NULL" if way == "null" else "line"
+    t = time.thread_time()
+    for i in range(RAW_LINES // RAW_BATCH):
+        con.execute("BEGIN")
+        con.execute(f"INSERT INTO t SELECT {i}, {value} FROM src LIMIT {RAW_BATCH} OFFSET {i * RAW_BATCH}")
+        con.execute("COMMIT")
+    con.execute("CHECKPOINT")
+    took = time.thread_time() - t
+    methods = [m for (m,) in con.execute("""SELECT DISTINCT compression FROM pragma_storage_info('t')
+                                             WHERE column_name = 'raw' AND segment_type <> 'VALIDITY'""").fetchall()]
+    con.close()
+    return {"cpu_s": took, "mb": os.path.getsize(db) / 1e6, "methods": sorted(methods)}
+
+
+CHILDREN = {"parts": child_parts, "forms": child_forms, "raw": child_raw}
+
+
+def _child(name: str, *args: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory() as cwd:  # outside the source trees: PYTHONPATH picks the analyzer
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", name, *args],
+                              cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"{name}: exited {proc.returncode}: {proc.stderr[-1500:]}")
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    """Run the three parts on the generated week and print their figures."""
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"))
+    ap.add_argument("--sessions", type=int, default=80_000)
+    ap.add_argument("--json", action="store_true")
+    opts = ap.parse_args()
+    week = opts.dir / f"week-{opts.sessions}"
+    s3, one = week / "s3", week / "week.jsonl"
+    if not (week / "s3.done").exists() or not (week / "week.jsonl.done").exists():
+        sys.exit(f"no generated week under {week}: run benchmarks/ingest.py (with --sessions {opts.sessions}) first")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = {"parts": _child("parts", str(s3), str(Path(scratch) / "parts.duckdb")),
+               "forms": _child("forms", str(s3)),
+               "raw": {way: _child("raw", str(one), way, str(Path(scratch) / f"raw-{way}.duckdb"))
+                       for way in RAW_WAYS}}
+    if opts.json:
+        print(json.dumps(out, indent=2))
+        return
+    p = out["parts"]
+    print(f"analyze {s3} (one instrumented run)")
+    print(f"  wall {p['wall_s']:.2f} s, CPU {p['cpu_s']:.1f} s ({p['cpu_s'] / p['wall_s']:.2f} cores), "
+          f"system {p['system_s']:.1f} s, {p['minor_faults']:,} minor faults, peak RSS {p['peak_rss_mb']:.0f} MB")
+    for label, key in (("stores (INSERT + commit), thread CPU", "store_cpu_s"),
+                       ("reader (runs of files), thread CPU", "reader_cpu_s"),
+                       ("finish of the batches, thread CPU", "finish_cpu_s"),
+                       ("classification, process CPU", "classify_cpu_s"),
+                       ("summary, process CPU", "summary_cpu_s")):
+        wall = p.get(key.replace("_cpu_s", "_wall_s"))
+        print(f"  {label:40s} {p.get(key, 0):6.2f} s" + (f"  in {wall:.2f} s" if wall else ""))
+    f = out["forms"]
+    print(f"forms of {f['files']:,} files {f['forms']}: {f['best_s']:.2f} s (best of 3)")
+    print(f"the first {RAW_LINES:,} lines of {one.name} stored as a raw column alone, "
+          f"{RAW_LINES // RAW_BATCH} transactions, one thread:")
+    for way, r in out["raw"].items():
+        print(f"  {way:13s} {r['cpu_s']:5.2f} CPU-s  {r['mb']:6.1f} MB  ({', '.join(r['methods'])})")
+
+
+if __name__ == "__main__":
+    main()
