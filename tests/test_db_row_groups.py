@@ -4,13 +4,18 @@ DuckDB sets a database's row group size when it attaches a file, so the ingest's
 connection (``connect(..., row_groups=N)``) attaches the file to an in-memory
 database and uses it. These tests check what that must keep: the same database
 name and data as a plain open, cursors that reach it, spilling beside the file,
-a clean file after close, and a plain open when the process holds the file.
+a clean file after close, and a plain open when the process holds the file. The
+commands that write open the file so too: a checkpoint through DuckDB's row group
+size would merge, so rewrite, every table the ingest wrote.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from analyzer.db import DEFAULT_ROW_GROUP_ROWS, connect, row_group_rows, use_same_database
 from analyzer.errors import DatabaseError
@@ -95,3 +100,79 @@ def test_a_locked_file_fails_as_before(tmp_path):
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+# --- the commands that write open the file with the ingest's row groups -------
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def _ingested_unclassified(db, monkeypatch, rows: int = 2048):
+    """The sample week ingested in row groups of ``rows`` (the commands' size, here), not classified.
+
+    Returns (row groups, most rows in one) of ``records``."""
+    import analyzer.db
+
+    from analyzer.ingestion import ingest
+
+    monkeypatch.setattr(analyzer.db, "INGEST_ROW_GROUP_ROWS", rows)  # the commands read it when they open
+    con = connect(db, row_groups=rows)
+    try:
+        ingest(con, [str(SAMPLE / "s3"), str(SAMPLE / "kubectl")])
+        shape = _storage(con, "records")
+    finally:
+        con.close()
+    assert shape[0] > 1 and shape[1] <= rows
+    return shape
+
+
+def _records_shape(db):
+    con = connect(db, read_only=True)
+    try:
+        return _storage(con, "records")
+    finally:
+        con.close()
+
+
+def test_a_write_through_duckdbs_row_groups_merges_the_ingests_at_checkpoint(tmp_path, monkeypatch):
+    """Why the commands below open as the ingest does: DuckDB's checkpoint merges row
+    groups that fit in fewer of its connection's size, rewriting the table."""
+    db = tmp_path / "week.duckdb"
+    _ingested_unclassified(db, monkeypatch)
+    plain = connect(db)  # DuckDB's row groups, 122,880 rows
+    try:
+        plain.execute("CREATE TABLE notes AS SELECT 1 AS x")
+    finally:
+        plain.close()  # the checkpoint
+    assert _records_shape(db)[1] > 2048  # the ingest's row groups merged into bigger ones
+
+
+def test_analyze_sql_write_keeps_the_ingests_row_groups(tmp_path, monkeypatch, capsys):
+    from analyzer.cli import main
+
+    db = tmp_path / "week.duckdb"
+    _ingested_unclassified(db, monkeypatch)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sql", "CREATE TABLE notes AS SELECT 1 AS x", "--write", "--db", str(db)])
+    assert not exit_info.value.code, capsys.readouterr().err
+    # Its checkpoint may merge the short row groups some batches end in, never into
+    # bigger ones than the ingest's: full ones are not rewritten.
+    assert _records_shape(db)[1] <= 2048
+
+
+def test_a_report_that_classifies_first_keeps_the_ingests_row_groups(tmp_path, monkeypatch, capsys):
+    from analyzer.cli import main
+
+    db = tmp_path / "week.duckdb"
+    _ingested_unclassified(db, monkeypatch)
+    out = tmp_path / "report.html"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", "--db", str(db), "-o", str(out)])
+    assert not exit_info.value.code, capsys.readouterr().err
+    assert out.stat().st_size > 0
+    con = connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM turns").fetchall()[0][0] > 0  # it wrote the classification
+    finally:
+        con.close()
+    assert _records_shape(db)[1] <= 2048

@@ -296,7 +296,7 @@ def summary_from_database(
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    from ..db import connect
+    from ..db import INGEST_ROW_GROUP_ROWS, connect
     from ..holdings import plan_wedge_window, store_wedge_window
     from ..metrics import parse_duration
     from ..pipeline import summarize_stored
@@ -309,7 +309,7 @@ def summary_from_database(
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
                             f"data: there is no database at {target}", ExitCode.USAGE)
-    con = connect(target)
+    con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS)  # see INGEST_ROW_GROUP_ROWS: no re-pack
     try:
         if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
             raise AnalyzerError(f"the database {target} holds no records: give log files to ingest "

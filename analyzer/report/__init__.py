@@ -65,7 +65,7 @@ def make_report(
             con.close()
             con = None
     if con is None:
-        con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS if files else None)
+        con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS)  # ingesting or not: see INGEST_ROW_GROUP_ROWS
     try:
         if files:
             ingest(con, files)
