@@ -86,12 +86,22 @@ turns0 AS (
     SELECT * FROM orphans
 ),
 first_tool AS (
-    -- When each session first carried tool structure (a grouped aggregate joined
-    -- back: cheaper than a window over every turn).
+    -- When each session first carried tool structure: the earliest turn with tool
+    -- results in its request or tool calls in its response. Taken from the narrow
+    -- pieces, not from turns0: read twice, turns0's wide rows were copied into a
+    -- buffer (measured on a week: 290 MB spilled at a 384 MB bound). A response's
+    -- own time stands for its turn's when no request pairs with it; when one does,
+    -- the request's time (never later) is in the min beside it.
     SELECT session_id, min(ts) AS first_tool_ts
-    FROM turns0
-    WHERE session_id IS NOT NULL
-      AND (coalesce(tool_results_count, 0) > 0 OR coalesce(has_tool_calls, false))
+    FROM (SELECT session_id, ts FROM req WHERE session_id IS NOT NULL AND tool_results_count > 0
+          UNION ALL
+          SELECT m.session_id, m.ts
+          FROM matched m
+          JOIN resp p
+            ON p.request_id = m.request_id AND p.session_id = m.session_id AND p.ts = m.response_ts
+          WHERE m.session_id IS NOT NULL AND p.has_tool_calls
+          UNION ALL
+          SELECT session_id, ts FROM resp WHERE session_id IS NOT NULL AND has_tool_calls)
     GROUP BY session_id
 ),
 evidence AS (

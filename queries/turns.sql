@@ -39,17 +39,29 @@ ordered AS (
     FROM turn_features
     WHERE session_id IS NOT NULL
 ),
+window_days AS (
+    -- Each model's pod windows listed per day they touch: a turn looks only at the
+    -- windows of its model and day, found by an equality join. (A correlated EXISTS
+    -- per window kind made DuckDB copy every wide turn row into a buffer to join
+    -- them back: measured on a week, 0.9 of the statement's 1.7 s, and 320 MB
+    -- spilled, with no window at all.)
+    SELECT model_name, day, list({'kind': kind, 'start_ts': start_ts, 'end_ts': end_ts}) AS windows
+    FROM (SELECT model_name, kind, start_ts, end_ts,
+                 unnest(generate_series(CAST(start_ts AS DATE), CAST(end_ts AS DATE), INTERVAL 1 DAY))::DATE AS day
+          FROM pod_windows)
+    GROUP BY model_name, day
+),
 windowed AS (
     SELECT t.*,
-           EXISTS (SELECT 1 FROM pod_windows w
-                   WHERE w.kind = 'wedged' AND w.model_name = t.metric_model
-                     AND coalesce(t.response_ts, t.ts) >= w.start_ts
-                     AND coalesce(t.response_ts, t.ts) <= w.end_ts) AS in_wedged_window,
-           EXISTS (SELECT 1 FROM pod_windows w
-                   WHERE w.kind = 'down' AND w.model_name = t.metric_model
-                     AND coalesce(t.response_ts, t.ts) >= w.start_ts
-                     AND coalesce(t.response_ts, t.ts) <= w.end_ts) AS in_down_window
+           coalesce(list_bool_or(list_transform(d.windows, lambda w:
+               w.kind = 'wedged' AND coalesce(t.response_ts, t.ts) >= w.start_ts
+                                 AND coalesce(t.response_ts, t.ts) <= w.end_ts)), false) AS in_wedged_window,
+           coalesce(list_bool_or(list_transform(d.windows, lambda w:
+               w.kind = 'down' AND coalesce(t.response_ts, t.ts) >= w.start_ts
+                               AND coalesce(t.response_ts, t.ts) <= w.end_ts)), false) AS in_down_window
     FROM labelled t
+    LEFT JOIN window_days d
+      ON d.model_name = t.metric_model AND d.day = CAST(coalesce(t.response_ts, t.ts) AS DATE)
 )
 SELECT
     request_id, session_id, ts, response_ts, model, provider, origin, client,

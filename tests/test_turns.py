@@ -204,3 +204,49 @@ def test_is_current_tells_when_the_turns_table_is_stale(tmp_path):
     con.execute("INSERT INTO pod_windows VALUES ('p', 'glm-5', 'wedged', ?, ?, 'test')", [at(0), at(1)])
     assert not is_current(con)
     con.close()
+
+
+def test_window_flags_match_their_definition_across_days(tmp_path):
+    """in_wedged_window / in_down_window: some window of the kind, of the turn's
+    metric model, holds the turn's time (bounds included), whichever day it falls on.
+
+    The flags are looked up per model and day; windows crossing midnight, lasting
+    days, overlapping each other, or of another model must give what the plain
+    definition (an EXISTS over pod_windows) gives.
+    """
+    con = connect(tmp_path / "w.duckdb")
+    minutes = [-1, 0, 0.5, 599.5, 600, 600.5, 601, 1439.9, 1440, 1440.1, 2879, 4320.2, 5000]
+    records = []
+    for i, m in enumerate(minutes):  # T0 is 14:00: minute 600 is midnight
+        rid = f"{0x70000000 + i:08x}"
+        records += [request(rid, at(m)), response_error(rid, at(m), NAKED_500, headers=NAKED_500_HEADERS)]
+    records += [request("7fffffff", at(601), model="other"),
+                response_error("7fffffff", at(601), NAKED_500, model="other")]
+    ingest(con, [str(write_jsonl(tmp_path / "w.jsonl", records))])
+    windows = [("wedged", 0, 600),          # ends at midnight, both bounds held
+               ("wedged", 599.5, 601),      # crosses midnight, overlaps the one before
+               ("down", 600.5, 2879),       # two days and more
+               ("down", 4320.1, 4320.3)]    # a moment on a later day
+    for kind, a, b in windows:
+        con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', ?, ?, ?, 'test')", [kind, at(a), at(b)])
+    refresh_turns(con)
+    got = con.execute("""
+        SELECT request_id, in_wedged_window, in_down_window,
+               EXISTS (SELECT 1 FROM pod_windows w WHERE w.kind = 'wedged' AND w.model_name = t.metric_model
+                       AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts),
+               EXISTS (SELECT 1 FROM pod_windows w WHERE w.kind = 'down' AND w.model_name = t.metric_model
+                       AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts)
+        FROM turns t ORDER BY request_id""").fetchall()
+    con.close()
+    assert len(got) == len(minutes) + 1
+    assert [g[1:3] for g in got] == [g[3:5] for g in got]
+    flags = {g[0]: g[1:3] for g in got}
+    assert flags["70000000"] == (False, False)      # a minute before the first window
+    assert flags["70000001"] == (True, False)       # on its start
+    assert flags["70000004"] == (True, False)       # midnight: the end of one, inside the other
+    assert flags["70000006"] == (True, True)        # past midnight, in both kinds
+    assert flags["70000009"] == (False, True)       # the next day, inside the long window
+    assert flags["7000000a"] == (False, True)       # on the long window's last minute
+    assert flags["7000000b"] == (False, True)       # the moment window on a later day
+    assert flags["7000000c"] == (False, False)
+    assert flags["7fffffff"] == (False, False)      # another model's turn at the same time
