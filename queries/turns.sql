@@ -14,7 +14,8 @@
 WITH labelled AS NOT MATERIALIZED (
     SELECT f.*, l.incident_class AS rule_class, l.decision_evidence, l.upstream_failure,
            l.ladder_trigger AS rule_trigger,
-           coalesce(m.model_name, f.model) AS metric_model
+           coalesce(m.model_name, f.model) AS metric_model,
+           coalesce(f.response_ts, f.ts) AS window_ts  -- the time a pod window must hold
     FROM turn_features f
     LEFT JOIN feature_labels l
       ON  l.status IS NOT DISTINCT FROM f.status
@@ -54,14 +55,11 @@ window_days AS (
 windowed AS (
     SELECT t.*,
            coalesce(list_bool_or(list_transform(d.windows, lambda w:
-               w.kind = 'wedged' AND coalesce(t.response_ts, t.ts) >= w.start_ts
-                                 AND coalesce(t.response_ts, t.ts) <= w.end_ts)), false) AS in_wedged_window,
+               w.kind = 'wedged' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false) AS in_wedged_window,
            coalesce(list_bool_or(list_transform(d.windows, lambda w:
-               w.kind = 'down' AND coalesce(t.response_ts, t.ts) >= w.start_ts
-                               AND coalesce(t.response_ts, t.ts) <= w.end_ts)), false) AS in_down_window
+               w.kind = 'down' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false) AS in_down_window
     FROM labelled t
-    LEFT JOIN window_days d
-      ON d.model_name = t.metric_model AND d.day = CAST(coalesce(t.response_ts, t.ts) AS DATE)
+    LEFT JOIN window_days d ON d.model_name = t.metric_model AND d.day = CAST(t.window_ts AS DATE)
 )
 SELECT
     request_id, session_id, ts, response_ts, model, provider, origin, client,
