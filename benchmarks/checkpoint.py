@@ -19,7 +19,6 @@ the file's size before and after, and the row groups of ``records`` before and a
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from ingest import ENTRY, MB, measure  # noqa: E402  (this folder's benchmark, not a package)
+from ingest import ENTRY, MB, generated_week, measure, week_parser  # noqa: E402  (this folder's benchmark, not a package)
 
 WRITE = "CREATE TABLE notes AS SELECT 1 AS x"
 # A notebook's connection, and a plain DuckDB one.
@@ -67,14 +66,8 @@ def run(s3: Path, scratch: Path) -> dict:
 
 def main() -> None:
     """Analyze the generated chunk folder, write one row each way, print the figures."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"))
-    ap.add_argument("--sessions", type=int, default=80_000)
-    ap.add_argument("--json", action="store_true")
-    opts = ap.parse_args()
-    s3 = opts.dir / f"week-{opts.sessions}" / "s3"
-    if not (s3.parent / "s3.done").exists():
-        sys.exit(f"no generated week under {s3.parent}: run benchmarks/ingest.py (with --sessions {opts.sessions}) first")
+    opts = week_parser(__doc__).parse_args()
+    s3 = generated_week(opts, "s3") / "s3"
     with tempfile.TemporaryDirectory() as scratch:  # outside the source trees: PYTHONPATH picks the analyzer
         out = run(s3, Path(scratch))
     if opts.json:

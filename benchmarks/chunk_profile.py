@@ -21,7 +21,6 @@ Uses the inputs ``benchmarks/ingest.py`` generates (run it, or ``--quick``, firs
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -161,15 +160,12 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"))
-    ap.add_argument("--sessions", type=int, default=80_000)
-    ap.add_argument("--json", action="store_true")
-    opts = ap.parse_args()
-    week = opts.dir / f"week-{opts.sessions}"
+    sys.path.insert(0, str(HERE))
+    from ingest import generated_week, week_parser  # this folder's benchmark, not a package
+
+    opts = week_parser(__doc__).parse_args()
+    week = generated_week(opts, "s3", "week.jsonl")
     s3, one = week / "s3", week / "week.jsonl"
-    if not (week / "s3.done").exists() or not (week / "week.jsonl.done").exists():
-        sys.exit(f"no generated week under {week}: run benchmarks/ingest.py (with --sessions {opts.sessions}) first")
     with tempfile.TemporaryDirectory() as scratch:
         out = {"parts": _child("parts", str(s3), str(Path(scratch) / "parts.duckdb")),
                "forms": _child("forms", str(s3)),

@@ -16,7 +16,6 @@ process's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import shutil
@@ -27,7 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from ingest import ENTRY, MB, measure  # noqa: E402  (this folder's benchmark, not a package)
+from ingest import ENTRY, MB, generated_week, measure, week_parser  # noqa: E402  (this folder's benchmark, not a package)
 
 # Deterministic windows (DuckDB's hash of the window's number) spread over the
 # records' first week, cycling over the week's models and both kinds.
@@ -100,15 +99,10 @@ def rebuild(db: Path, windows: int, scratch: Path) -> dict:
 
 def main() -> None:
     """Analyze the generated chunk folder, rebuild its classification twice, print the figures."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"))
-    ap.add_argument("--sessions", type=int, default=80_000)
+    ap = week_parser(__doc__)
     ap.add_argument("--windows", type=int, default=300, help="pod windows added for the second rebuild (default 300)")
-    ap.add_argument("--json", action="store_true")
     opts = ap.parse_args()
-    s3 = opts.dir / f"week-{opts.sessions}" / "s3"
-    if not (s3.parent / "s3.done").exists():
-        sys.exit(f"no generated week under {s3.parent}: run benchmarks/ingest.py (with --sessions {opts.sessions}) first")
+    s3 = generated_week(opts, "s3") / "s3"
     import analyzer
 
     with tempfile.TemporaryDirectory() as scratch:  # outside the source trees: PYTHONPATH picks the analyzer

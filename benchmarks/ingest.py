@@ -75,6 +75,27 @@ def say(message: str) -> None:
 # Input generation (cached in --dir)
 
 
+#: Where the generated inputs are kept and reused (``--dir``).
+BENCH_DIR = Path("/tmp/analyzer-bench")
+
+
+def week_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of a script that reads the week this one generates: ``--dir``, ``--sessions``, ``--json``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, default=BENCH_DIR, help="where ingest.py keeps the week (default: %(default)s)")
+    ap.add_argument("--sessions", type=int, default=FULL_SESSIONS, help="the week's size (default %(default)s)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    return ap
+
+
+def generated_week(opts: argparse.Namespace, *forms: str) -> Path:
+    """The folder of the week ``opts`` names; exits, saying how to make it, when one of ``forms`` is not there."""
+    week = opts.dir / f"week-{opts.sessions}"
+    if not all(_done(week / form).exists() for form in forms):
+        sys.exit(f"no generated week under {week}: run benchmarks/ingest.py (with --sessions {opts.sessions}) first")
+    return week
+
+
 def _done(path: Path) -> Path:
     """The marker saying ``path`` was written completely (and holding its facts)."""
     return path.with_name(path.name + ".done")
@@ -748,7 +769,7 @@ def main() -> None:
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/analyzer-bench"),
+    ap.add_argument("--dir", type=Path, default=BENCH_DIR,
                     help="where the generated inputs are kept and reused (default: %(default)s)")
     ap.add_argument("--sessions", type=int, help=f"sessions to simulate (default {FULL_SESSIONS:,}; "
                                                  f"--quick: {QUICK_SESSIONS:,})")
