@@ -3,9 +3,10 @@
 ``batch_lines`` is the Arrow batch of numbered lines (``file_id, line_no, line,
 from_stdout, file_pod``, :func:`analyzer.batch_lines.batch_schema`). The store
 runs :data:`STORE`; the finish runs :data:`REST` (the lines that are not records,
-judged), :data:`BATCH_STATS`, the de-duplication statements (:data:`OLDER` and
-the statements that act on it, :data:`TWINS` and its), :data:`MARK_DIRTY`,
-:data:`INSERT_QUARANTINE` and :data:`INSERT_EVENTS`. ``$batch`` is the batch's
+judged; :data:`NO_REST` when every line was one), :data:`BATCH_STATS`, the
+de-duplication statements (:data:`OLDER` and the statements that act on it,
+:data:`TWINS` and its), :data:`MARK_DIRTY`, :data:`INSERT_QUARANTINE` and
+:data:`INSERT_EVENTS`. ``$batch`` is the batch's
 number in ``records.ingest_batch``.
 """
 
@@ -34,7 +35,10 @@ RECORD_STRUCT = {
     # "JSON" type does: measured, a quarter of a batch's INSERT on a week whose
     # tool results are long). A value that is not a list transforms to NULL.
     "tool_results_this_turn": ["NULL"],
-    "messages": [{"role": "VARCHAR", "tool_calls": "JSON", "function_call": "JSON"}],
+    # An assistant message's tool_calls likewise: only whether it is a non-empty
+    # list is read (as JSON, every message's calls were written back as text and
+    # parsed again: measured, a sixth of the parse of a week's records).
+    "messages": [{"role": "VARCHAR", "tool_calls": ["NULL"], "function_call": "JSON"}],
     "latency_ms": "BIGINT",
     "has_content": "BOOLEAN",
     "has_tool_calls": "BOOLEAN",
@@ -100,7 +104,7 @@ HOT_COLUMNS = """
     -- or an assistant message with tool calls, anywhere in the transcript.
     CASE WHEN j.messages IS NULL THEN NULL ELSE coalesce(list_bool_or(list_transform(j.messages,
         lambda m: m.role IN ('tool', 'function')
-             OR (m.role = 'assistant' AND ((json_type(m.tool_calls) = 'ARRAY' AND json_array_length(m.tool_calls) > 0)
+             OR (m.role = 'assistant' AND (len(m.tool_calls) > 0
                                            OR (m.function_call IS NOT NULL AND json_type(m.function_call) <> 'NULL'))))),
         false) END AS messages_tool_history,
     j.latency_ms AS latency_ms, j.has_content AS has_content, j.has_tool_calls AS has_tool_calls,
@@ -194,6 +198,14 @@ SELECT file_id, line_no, verdict,
        CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in _EVENT_WORDS)})
             THEN left(line, 2000) END AS event_line
 FROM judged
+"""
+
+# REST when the store took every line of the batch as a record (a chunk folder's
+# usual batch): nothing is left to judge, and judging would read the whole batch
+# again to find nothing.
+NO_REST = """
+CREATE OR REPLACE TEMP TABLE rest (file_id INTEGER, line_no BIGINT, verdict VARCHAR, proxy_pod VARCHAR,
+                                   snippet VARCHAR, event_line VARCHAR)
 """
 
 

@@ -502,7 +502,10 @@ class _Ingest:
         try:
             with transaction(con):
                 self._register_files(s.registry)
-                con.execute(sql.REST, n)
+                if inserted == len(s.table):  # every line was a record: nothing is left to judge
+                    con.execute(sql.NO_REST)
+                else:
+                    con.execute(sql.REST, n)
                 stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(sql.BATCH_STATS, n).fetchall()}
                 bad = sum(st[1] for st in stats.values())
                 if self.strict and bad:
