@@ -55,8 +55,8 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.
 def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.DuckDBPyConnection"]:
     """A connection for one call: ``db`` itself when it is one, else opened and closed here.
 
-    ``ingest``: opened to ingest into, with the ingest's row groups
-    (:data:`analyzer.db.INGEST_ROW_GROUP_ROWS`).
+    ``ingest``: opened to ingest into, as the analyzer's commands that write
+    open it (:func:`analyzer.db.connect_writer`).
     """
     if db is not None and not isinstance(db, (str, Path)):
         yield db  # the caller's connection: theirs to close
@@ -80,9 +80,9 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
             if "different configuration" not in str(exc):
                 raise
     if con is None:
-        from .db import INGEST_ROW_GROUP_ROWS
+        from .db import connect_writer
 
-        con = _connect(target, row_groups=INGEST_ROW_GROUP_ROWS if ingest else None)
+        con = connect_writer(target) if ingest else _connect(target)
     try:
         yield con
     finally:

@@ -660,6 +660,16 @@ def row_group_rows(con: duckdb.DuckDBPyConnection) -> int:
     return int(rows[0][0]) if rows and rows[0][0] else DEFAULT_ROW_GROUP_ROWS
 
 
+def connect_writer(path: str | Path | None = None, **kwargs) -> duckdb.DuckDBPyConnection:
+    """:func:`connect` as the analyzer's commands that write open the file.
+
+    With the ingest's row groups (:data:`INGEST_ROW_GROUP_ROWS`), so that a
+    commit or checkpoint of any command never re-packs what the ingest wrote.
+    ``kwargs`` go to :func:`connect`.
+    """
+    return connect(path, row_groups=INGEST_ROW_GROUP_ROWS, **kwargs)
+
+
 def connect(path: str | Path | None = None, *, read_only: bool = False,
             config: dict | None = None, settings: dict | None = None,
             row_groups: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -675,7 +685,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
             configuration).
         row_groups: rows per row group in what this connection writes
             (:data:`INGEST_ROW_GROUP_ROWS` for the analyzer's commands that
-            write); ``None``: DuckDB's.
+            write: :func:`connect_writer`); ``None``: DuckDB's.
             Only for a writable file, and not when this process holds the file
             already (see :func:`row_group_rows`).
 

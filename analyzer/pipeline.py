@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .db import INGEST_ROW_GROUP_ROWS, connect
+from .db import connect_writer
 from .holdings import holdings, store_wedge_window
 from .ingestion import IngestReport, ingest
 from .summary import build_summary
@@ -100,7 +100,7 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
 
 def ingest_only(files: list[str], db: Path | None, strict: bool = False) -> IngestReport:
     """Ingest and classify without printing (for scripts and notebooks)."""
-    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
+    con = connect_writer(db)
     try:
         report = ingest(con, files, strict=strict)
         refresh_turns(con)

@@ -16,7 +16,7 @@ def forget_command(paths: list[str], *, since: str | None, until: str | None, dr
     Raises:
         AnalyzerError: (usage) nothing said to forget; DatabaseError: no database there.
     """
-    from ..db import INGEST_ROW_GROUP_ROWS, connect
+    from ..db import connect_writer
     from ..errors import DatabaseError
     from ..forget import forget
     from ..summary import parse_range
@@ -30,7 +30,7 @@ def forget_command(paths: list[str], *, since: str | None, until: str | None, dr
     target = existing_db(db)
     if not target.exists():
         raise DatabaseError(f"no database at {target}")
-    con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS)  # see INGEST_ROW_GROUP_ROWS: no re-pack
+    con = connect_writer(target)
     try:
         report = forget(con, paths, since=since_dt, until=until_dt, dry_run=dry_run)
     finally:

@@ -31,7 +31,7 @@ def replay_command(
 
     Returns the JSON-ready report that ``--json`` prints.
     """
-    from ..db import INGEST_ROW_GROUP_ROWS, connect
+    from ..db import connect_writer
     from ..replay import (check_api_key, dry_run_doc, endpoint_url, load_tools_file, nothing_replayed_doc,
                           plan_replay, public_endpoint, replay)
     from ..terminal import print_json, print_replay_dry_run, print_replay_header, print_replay_report
@@ -61,7 +61,7 @@ def replay_command(
             url = endpoint_url(endpoint)
         tools = load_tools_file(tools_file) if tools_file else None
 
-    con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)  # see INGEST_ROW_GROUP_ROWS: no re-pack
+    con = connect_writer(db)
     try:
         ensure_turns(con)
         if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:

@@ -109,7 +109,7 @@ def run_main_job(
     re-run is made at once on the open connection (the same code, printing nothing).
     """
     with modules_loading():
-        from ..db import INGEST_ROW_GROUP_ROWS, connect
+        from ..db import connect_writer
         from ..metrics import parse_duration
         from ..metrics.ahead import StagingAhead, worth_staging_ahead
         from ..sources import discover_inputs
@@ -156,7 +156,7 @@ def run_main_job(
     # connect or ingest, Ctrl-C): nothing once the load took it.
     ahead = StagingAhead(metrics) if worth_staging_ahead(metrics, sources.files) else None
     try:
-        con = connect(db, row_groups=INGEST_ROW_GROUP_ROWS)
+        con = connect_writer(db)
         try:
             summary, report, metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
             if record_rerun:  # what the same command run again will print
@@ -296,7 +296,7 @@ def summary_from_database(
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    from ..db import INGEST_ROW_GROUP_ROWS, connect
+    from ..db import connect_writer
     from ..holdings import plan_wedge_window, store_wedge_window
     from ..metrics import parse_duration
     from ..pipeline import summarize_stored
@@ -309,7 +309,7 @@ def summary_from_database(
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
                             f"data: there is no database at {target}", ExitCode.USAGE)
-    con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS)  # see INGEST_ROW_GROUP_ROWS: no re-pack
+    con = connect_writer(target)
     try:
         if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
             raise AnalyzerError(f"the database {target} holds no records: give log files to ingest "

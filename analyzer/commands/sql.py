@@ -68,10 +68,9 @@ def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
     if not write:
         check_read_only(resolved.sql)
 
-    from ..db import INGEST_ROW_GROUP_ROWS, connect
+    from ..db import connect, connect_writer
 
-    con = connect(db, read_only=not write, settings=None if write else READ_ONLY_SETTINGS,
-                  row_groups=INGEST_ROW_GROUP_ROWS if write else None)  # see INGEST_ROW_GROUP_ROWS
+    con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
         cur = execute(con, query, given)
         columns = [d[0] for d in (cur.description or [])]

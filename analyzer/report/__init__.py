@@ -42,7 +42,7 @@ def make_report(
     Raises:
         AnalyzerError: bad arguments, no database, or no turns in the period.
     """
-    from ..db import INGEST_ROW_GROUP_ROWS, connect
+    from ..db import connect, connect_writer
     from ..errors import AnalyzerError, DatabaseError, ExitCode
     from ..ingestion import ingest
     from ..paths import default_db_path
@@ -65,7 +65,7 @@ def make_report(
             con.close()
             con = None
     if con is None:
-        con = connect(target, row_groups=INGEST_ROW_GROUP_ROWS)  # ingesting or not: see INGEST_ROW_GROUP_ROWS
+        con = connect_writer(target)  # ingesting or not
     try:
         if files:
             ingest(con, files)
