@@ -5,6 +5,7 @@ same failures, and nothing left behind when the run fails or a file does not par
 from __future__ import annotations
 
 import glob
+import gzip
 import os
 import tempfile
 import threading
@@ -137,6 +138,12 @@ def test_only_beside_small_logs_and_files_duckdb_reads(tmp_path):
     assert ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl", limit)])
     assert not ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl", limit // 2), f("/l/b.jsonl", limit // 2 + 1)])
     assert not ahead_module.worth_staging_ahead(m, [f("/l/a.jsonl.gz", limit // 5)])  # inflates
+    # ... as does a gzip file named otherwise (`gzip > week.log`), told by its first bytes
+    packed, plain = tmp_path / "week.log", tmp_path / "plain.log"  # (sizes as listed, not as written)
+    packed.write_bytes(gzip.compress(b"{}\n"))
+    plain.write_bytes(b"{}\n")
+    assert not ahead_module.worth_staging_ahead(m, [f(str(packed), limit // 5)])
+    assert ahead_module.worth_staging_ahead(m, [f(str(plain), limit // 5)])
     assert not ahead_module.worth_staging_ahead(m, [f("<stdin>", 0, "stdin")])
     # (the log paths do not exist: no log's form was asked, which would read its head)
     assert not ahead_module.worth_staging_ahead([str(scrape)], small)  # parsed in Python: nothing stops it

@@ -30,6 +30,7 @@ from . import StagedFiles, stage_metric_files
 AHEAD_LOG_BYTES = 128 * 1024 * 1024
 # A compressed file holds several times its size in lines (a week's logs: 6.5x gzipped).
 _PACKED, _PACKED_SUFFIXES = 10, (".gz", ".parquet")
+_PACKED_MAGIC = (b"\x1f\x8b", b"PAR1")  # gzip, Parquet
 
 
 def worth_staging_ahead(metrics, log_files) -> bool:
@@ -40,8 +41,22 @@ def worth_staging_ahead(metrics, log_files) -> bool:
     # also reports a file that is not a log).
     if not metrics or any(f._form == STDIN for f in log_files) or not _read_by_duckdb(metrics):
         return False
-    return sum((f.size or 0) * (_PACKED if f.path.endswith(_PACKED_SUFFIXES) else 1)
-               for f in log_files) <= AHEAD_LOG_BYTES
+    named = [f.path.endswith(_PACKED_SUFFIXES) for f in log_files]
+    if sum((f.size or 0) * (_PACKED if packed else 1) for f, packed in zip(log_files, named)) > AHEAD_LOG_BYTES:
+        return False
+    # Small by their names: a compressed file named otherwise (`gzip > week.log`)
+    # is told by its first bytes, read only now that the logs are few or small.
+    return sum((f.size or 0) * (_PACKED if packed or _packed_inside(f.path) else 1)
+               for f, packed in zip(log_files, named)) <= AHEAD_LOG_BYTES
+
+
+def _packed_inside(path: str) -> bool:
+    """Whether the file starts as a gzip or Parquet file does (unreadable: no; the ingest says why)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4).startswith(_PACKED_MAGIC)
+    except OSError:
+        return False
 
 
 def _read_by_duckdb(metrics) -> bool:
