@@ -660,14 +660,13 @@ def row_group_rows(con: duckdb.DuckDBPyConnection) -> int:
     return int(rows[0][0]) if rows and rows[0][0] else DEFAULT_ROW_GROUP_ROWS
 
 
-def connect_writer(path: str | Path | None = None, **kwargs) -> duckdb.DuckDBPyConnection:
+def connect_writer(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
     """:func:`connect` as the analyzer's commands that write open the file.
 
     With the ingest's row groups (:data:`INGEST_ROW_GROUP_ROWS`), so that a
     commit or checkpoint of any command never re-packs what the ingest wrote.
-    ``kwargs`` go to :func:`connect`.
     """
-    return connect(path, row_groups=INGEST_ROW_GROUP_ROWS, **kwargs)
+    return connect(path, row_groups=INGEST_ROW_GROUP_ROWS)
 
 
 def connect(path: str | Path | None = None, *, read_only: bool = False,

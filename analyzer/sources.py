@@ -42,6 +42,7 @@ _PEEK = 64 * 1024
 _SKIP_NAMES = {".DS_Store"}
 _TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out", ".csv", ".prom"}
 _GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
 _BOM = b"\xef\xbb\xbf"
 # The mirror's derived tiers (per-turn and per-session views): not records.
 _DERIVED_TIERS = ("sessions", "session-rollup")
@@ -92,7 +93,7 @@ class SourceFile:
         self._form = self._detect(head)
 
     def _detect(self, head: bytes) -> str:
-        if head[:4] == b"PAR1":
+        if head[:4] == _PARQUET_MAGIC:
             return PARQUET
         if head[:2] == _GZIP_MAGIC:
             self.compressed = True
@@ -137,6 +138,18 @@ def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     if size > 2 * _PEEK:
         h.update(view[-_PEEK:])
     return h.hexdigest()
+
+
+def starts_packed(path: str) -> bool:
+    """Whether the file at ``path`` starts as a gzip or a Parquet file does, by its first bytes.
+
+    Unreadable: no (reading it for the ingest says why).
+    """
+    try:
+        with open(path, "rb") as f:
+            return f.read(4).startswith((_GZIP_MAGIC, _PARQUET_MAGIC))
+    except OSError:
+        return False
 
 
 def _inflate_head(path: str, head: bytes) -> bytes:

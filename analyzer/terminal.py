@@ -111,7 +111,7 @@ def summary_text(summary: dict[str, Any]) -> str:
     print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=PIPED_WIDTH))
     # rich pads a left-justified table title to the table's width: into a file, the
     # padding is only trailing blanks (which diffs and editors flag).
-    return "\n".join(line.rstrip() for line in buf.getvalue().split("\n"))
+    return "\n".join(line.rstrip(" ") for line in buf.getvalue().split("\n"))
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:

@@ -107,14 +107,18 @@ def test_the_readme_summary_is_an_excerpt_of_the_sample_summary():
 def test_the_sample_summary_is_what_the_readme_command_prints(tmp_path):
     """docs/sample-summary.md is the README's first command's output, byte for byte:
     run for real (a fresh database file, stdout a pipe), as the page says."""
+    import os
     import subprocess
     import sys
 
     whole_doc = (ROOT / "docs" / "sample-summary.md").read_text(encoding="utf-8")
-    expected = re.search(r"^```text\n(.*?)^```", whole_doc, flags=re.M | re.S).group(1)
-    command = re.search(r"^pip install -e \. && (analyze .*)$", README, flags=re.M).group(1).split()
+    block = re.search(r"^```text\n(.*?)^```", whole_doc, flags=re.M | re.S)
+    first = re.search(r"^pip install -e \. && (analyze .*)$", README, flags=re.M)
+    assert block and first, "docs/sample-summary.md has no text block, or the README no `pip install -e . && analyze ...`"
+    expected, command = block.group(1), first.group(1).split()
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ANALYZER_DB")}  # as a plain shell's
     proc = subprocess.run([sys.executable, "-m", "analyzer", *command[1:], "--db", str(tmp_path / "sample.duckdb")],
-                          cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
 

@@ -144,8 +144,12 @@ def test_only_beside_small_logs_and_files_duckdb_reads(tmp_path):
     plain.write_bytes(b"{}\n")
     assert not ahead_module.worth_staging_ahead(m, [f(str(packed), limit // 5)])
     assert ahead_module.worth_staging_ahead(m, [f(str(plain), limit // 5)])
+    known = f("/l/known.log", limit // 5, "jsonl")  # its head was read: what it said counts, unread again
+    known.compressed = True
+    assert not ahead_module.worth_staging_ahead(m, [known])
     assert not ahead_module.worth_staging_ahead(m, [f("<stdin>", 0, "stdin")])
-    # (the log paths do not exist: no log's form was asked, which would read its head)
+    # (the log paths do not exist: asking a log's form would fail on them, and looking
+    # at a log's first bytes finds none, so it is not compressed)
     assert not ahead_module.worth_staging_ahead([str(scrape)], small)  # parsed in Python: nothing stops it
     assert not ahead_module.worth_staging_ahead([str(csv), str(scrape)], small)
     assert not ahead_module.worth_staging_ahead([str(tmp_path / "missing.csv")], small)  # the load says so

@@ -325,7 +325,7 @@ def summary_from_database(
                                    records_signature=classified.records_signature)
     finally:
         con.close()
-    _print(summary, json_out)
+    _write(_render(summary, json_out), summary, json_out)  # as the ingest's run prints it
     return summary
 
 

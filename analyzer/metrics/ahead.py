@@ -30,33 +30,30 @@ from . import StagedFiles, stage_metric_files
 AHEAD_LOG_BYTES = 128 * 1024 * 1024
 # A compressed file holds several times its size in lines (a week's logs: 6.5x gzipped).
 _PACKED, _PACKED_SUFFIXES = 10, (".gz", ".parquet")
-_PACKED_MAGIC = (b"\x1f\x8b", b"PAR1")  # gzip, Parquet
 
 
 def worth_staging_ahead(metrics, log_files) -> bool:
     """Whether ``metrics`` (the ``--metrics`` paths) are read while ``log_files`` are ingested."""
-    from ..sources import STDIN
+    from ..sources import PARQUET, STDIN, starts_packed
 
     # `_form` only: asking a file's form reads its head (the ingest's job, which
     # also reports a file that is not a log).
     if not metrics or any(f._form == STDIN for f in log_files) or not _read_by_duckdb(metrics):
         return False
-    named = [f.path.endswith(_PACKED_SUFFIXES) for f in log_files]
+    named = [f.path.endswith(_PACKED_SUFFIXES) or f.compressed or f._form == PARQUET for f in log_files]
     if sum((f.size or 0) * (_PACKED if packed else 1) for f, packed in zip(log_files, named)) > AHEAD_LOG_BYTES:
         return False
     # Small by their names: a compressed file named otherwise (`gzip > week.log`)
-    # is told by its first bytes, read only now that the logs are few or small.
-    return sum((f.size or 0) * (_PACKED if packed or _packed_inside(f.path) else 1)
-               for f, packed in zip(log_files, named)) <= AHEAD_LOG_BYTES
-
-
-def _packed_inside(path: str) -> bool:
-    """Whether the file starts as a gzip or Parquet file does (unreadable: no; the ingest says why)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4).startswith(_PACKED_MAGIC)
-    except OSError:
-        return False
+    # is told by its first bytes (4 of them, of files whose form is not known yet),
+    # until the logs are too big.
+    total = 0
+    for f, packed in zip(log_files, named):
+        if not packed and f._form is None:
+            packed = starts_packed(f.path)
+        total += (f.size or 0) * (_PACKED if packed else 1)
+        if total > AHEAD_LOG_BYTES:
+            return False
+    return True
 
 
 def _read_by_duckdb(metrics) -> bool:

@@ -65,7 +65,7 @@ def make_report(
             con.close()
             con = None
     if con is None:
-        con = connect_writer(target)  # ingesting or not
+        con = connect_writer(target)  # ingesting or not: a checkpoint never re-packs the ingest's row groups
     try:
         if files:
             ingest(con, files)
