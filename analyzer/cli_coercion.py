@@ -27,8 +27,9 @@ def install() -> None:
     against (another typer version): the values are then coerced by pydantic.
     """
     try:
+        import typer._coercion  # noqa: F401 - the coercion reproduced here (the tests compare against it)
         from typer.core import TyperArgument, TyperOption
-    except ImportError:  # pragma: no cover - a typer without these classes
+    except ImportError:  # another typer: its own coercion, untouched
         return
     for cls in (TyperArgument, TyperOption):
         original = getattr(cls, "get_runtime_param", None)

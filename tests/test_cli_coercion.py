@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import subprocess
+import sys
+
+import pytest
 import typer.main
-from typer._coercion import build_runtime_param  # typer's own coercion, the reference
 
 from analyzer.cli import app
 from analyzer.cli_coercion import _PlainValues, plain_kind
@@ -37,7 +40,33 @@ def _values(tmp_path: Path) -> list:
     return [None, True, 3, 2.5, *texts, tuple(texts[:3]), (), [str(here)], ("a", 1), Path(here)]
 
 
+def _reference():
+    """typer's own coercion (``build_runtime_param``), the reference; absent in other typer versions."""
+    coercion = pytest.importorskip("typer._coercion", reason="this typer has no typer._coercion: "
+                                   "analyzer.cli_coercion leaves it alone (test_another_typer_is_left_alone)")
+    return coercion.build_runtime_param
+
+
+def test_another_typer_is_left_alone():
+    # A typer without the module reproduced here keeps its own coercion: the
+    # command line stays right, only slower to start. (A child process: install()
+    # patches typer's classes for the whole process.)
+    code = (
+        "import sys, typer.core\n"
+        "sys.modules['typer._coercion'] = None  # as if this typer had no such module\n"
+        "before = (typer.core.TyperOption.get_runtime_param, typer.core.TyperArgument.get_runtime_param)\n"
+        "from analyzer.cli_coercion import install; install()\n"
+        "after = (typer.core.TyperOption.get_runtime_param, typer.core.TyperArgument.get_runtime_param)\n"
+        "assert after == before, 'patched'\n"
+        "print('left alone')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "left alone"
+
+
 def test_every_option_coerces_as_typer_does(tmp_path):
+    build_runtime_param = _reference()
     checked_plain = 0
     for name, command, param in _every_parameter():
         ctx = command.context_class(command, info_name=name)
