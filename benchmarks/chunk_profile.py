@@ -1,7 +1,7 @@
 """Where the time of `analyze` on the S3 chunk folder goes: the figures behind the chunk target.
 
 `benchmarks/ingest.py` says how long `analyze s3/` takes against the floor; this
-says what it spends the time on, in three parts, each in a fresh process:
+says what it spends the time on, in four parts, each in a fresh process:
 
 - ``parts``: one `analyze s3/ --db fresh --json` run in-process, with CPU timers
   around the ingest's parts (``time.thread_time`` around each store, each finish and
@@ -10,8 +10,15 @@ says what it spends the time on, in three parts, each in a fresh process:
 - ``forms``: telling the form of every chunk (read before any file is), best of 3;
 - ``raw``: storing the first 245,760 lines of the one file as ``records.raw`` alone,
   four ways (zstd, as the analyzer does; uncompressed; DuckDB's own choice; NULL),
-  four batches of 61,440 in their own transactions, one thread: CPU and file size.
+  four batches of 61,440 in their own transactions, one thread: CPU and file size;
+- ``text``: what keeping each record's original text costs the whole run: `analyze
+  s3/ --db fresh --json` in-process, as is and with ``records.raw`` stored as NULL
+  (``analyzer.ingest_sql.STORE`` patched in that process only), three pairs in
+  turn: wall, CPU, minor page faults and peak RSS of each, against the chunk floor
+  (``benchmarks/ingest.py``'s) measured in the same run.
 
+The ``text`` part measures a store the analyzer does not do (it always keeps the
+text): it says how much of the chunk target the text accounts for, not a mode.
 The timers wrap private functions of :mod:`analyzer.ingestion` (``_Ingest._store``,
 ``_Ingest._finish``, ``whole_files``): this script follows them when they change.
 Uses the inputs ``benchmarks/ingest.py`` generates (run it, or ``--quick``, first).
@@ -142,7 +149,42 @@ def child_raw(one_file: str, way: str, db: str) -> dict:
     return {"cpu_s": took, "mb": os.path.getsize(db) / 1e6, "methods": sorted(methods)}
 
 
-CHILDREN = {"parts": child_parts, "forms": child_forms, "raw": child_raw}
+TEXT_PAIRS = 3
+TEXT_KEPT, TEXT_NULL = "candidate AS raw", "NULL AS raw"
+
+
+def child_text(s3: str, db: str, way: str) -> dict:
+    """One `analyze s3 --db db --json` in this process, the text kept (``kept``) or stored as NULL (``null``)."""
+    import analyzer.ingest_sql as ingest_sql
+    from analyzer import launch
+
+    if way == "null":
+        # Fails loudly when the store's SQL no longer names the text this way.
+        assert ingest_sql.STORE.count(TEXT_KEPT) == 1, "analyzer.ingest_sql.STORE changed: update TEXT_KEPT"
+        ingest_sql.STORE = ingest_sql.STORE.replace(TEXT_KEPT, TEXT_NULL)
+    wall = time.perf_counter()
+    out = sys.stdout
+    sys.stdout = open(os.devnull, "w")
+    try:
+        launch.main([s3, "--db", db, "--json"])
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    finally:
+        sys.stdout.close()
+        sys.stdout = out
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    stored = con.execute("SELECT count(*), count(raw) FROM records").fetchall()[0]
+    con.close()
+    return {"wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "minor_faults": usage.ru_minflt, "peak_rss_mb": usage.ru_maxrss / 1024,
+            "records": stored[0], "texts": stored[1]}
+
+
+CHILDREN = {"parts": child_parts, "forms": child_forms, "raw": child_raw, "text": child_text}
 
 
 def _child(name: str, *args: str) -> dict:
@@ -161,7 +203,7 @@ def main() -> None:
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
         return
     sys.path.insert(0, str(HERE))
-    from ingest import generated_week, week_parser  # this folder's benchmark, not a package
+    from ingest import MB, child, fresh, generated_week, warm, week_parser  # this folder's benchmark, not a package
 
     opts = week_parser(__doc__).parse_args()
     week = generated_week(opts, "s3", "week.jsonl")
@@ -171,6 +213,14 @@ def main() -> None:
                "forms": _child("forms", str(s3)),
                "raw": {way: _child("raw", str(one), way, str(Path(scratch) / f"raw-{way}.duckdb"))
                        for way in RAW_WAYS}}
+        text: dict = {"kept": [], "null": []}
+        for _ in range(TEXT_PAIRS):  # in turn, so that a slow spell of the machine meets both
+            for way in text:
+                db = fresh(Path(scratch) / f"text-{way}.duckdb")
+                warm([str(s3)])
+                text[way].append(_child("text", str(s3), str(db), way))
+        floor = child("floor", str(one), str(s3 / "*" / "*.jsonl"), str(16 * MB), cwd=Path(scratch))
+        out["text"] = {**text, "chunk_floor_s": floor["chunks_s"]}
     if opts.json:
         print(json.dumps(out, indent=2))
         return
@@ -191,6 +241,20 @@ def main() -> None:
           f"{RAW_LINES // RAW_BATCH} transactions, one thread:")
     for way, r in out["raw"].items():
         print(f"  {way:13s} {r['cpu_s']:5.2f} CPU-s  {r['mb']:6.1f} MB  ({', '.join(r['methods'])})")
+    t = out["text"]
+    fl = t["chunk_floor_s"]
+    print(f"analyze {s3} with each record's text kept, and stored as NULL, {TEXT_PAIRS} pairs in turn "
+          f"(chunk floor {fl:.2f} s, best of 2, this run):")
+    for way in ("kept", "null"):
+        runs = t[way]
+
+        def span(key, fmt):
+            vals = [r[key] for r in runs]
+            return f"{fmt.format(min(vals))}-{fmt.format(max(vals))}"
+        print(f"  {way:5s} {span('wall_s', '{:.2f}')} s  {span('cpu_s', '{:.1f}')} CPU-s  "
+              f"{span('minor_faults', '{:,}')} faults  peak RSS {span('peak_rss_mb', '{:.0f}')} MB  "
+              f"{min(r['wall_s'] for r in runs) / fl:.2f}-{max(r['wall_s'] for r in runs) / fl:.2f}x the floor  "
+              f"({runs[0]['records']:,} records, {runs[0]['texts']:,} texts)")
 
 
 if __name__ == "__main__":
