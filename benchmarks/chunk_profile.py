@@ -49,7 +49,6 @@ def child_parts(s3: str, db: str) -> dict:
     import analyzer.ingestion as ingestion
     import analyzer.pipeline as pipeline
     import analyzer.turns as turns
-    from analyzer import launch
 
     cpu: Counter = Counter()
     lock = threading.Lock()
@@ -93,6 +92,14 @@ def child_parts(s3: str, db: str) -> dict:
     ingestion._Ingest._finish = thread_cpu("finish_cpu_s", ingestion._Ingest._finish)
     turns.refresh_turns = process_cpu("classify", turns.refresh_turns)
     pipeline.summarize_stored = process_cpu("summary", pipeline.summarize_stored)
+    run = _analyze_here(s3, db)  # (before `cpu` is read: the run fills it)
+    return {**cpu, **run}
+
+
+def _analyze_here(s3: str, db: str) -> dict:
+    """`analyze s3 --db db --json` in this process: its wall seconds, and the process's CPU, faults and peak RSS."""
+    from analyzer import launch
+
     wall = time.perf_counter()
     out = sys.stdout
     sys.stdout = open(os.devnull, "w")  # the summary is not the figure
@@ -105,7 +112,7 @@ def child_parts(s3: str, db: str) -> dict:
         sys.stdout.close()
         sys.stdout = out
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {**cpu, "wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+    return {"wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
             "system_s": usage.ru_stime, "minor_faults": usage.ru_minflt, "peak_rss_mb": usage.ru_maxrss / 1024}
 
 
@@ -156,32 +163,18 @@ TEXT_KEPT, TEXT_NULL = "candidate AS raw", "NULL AS raw"
 def child_text(s3: str, db: str, way: str) -> dict:
     """One `analyze s3 --db db --json` in this process, the text kept (``kept``) or stored as NULL (``null``)."""
     import analyzer.ingest_sql as ingest_sql
-    from analyzer import launch
 
     if way == "null":
         # Fails loudly when the store's SQL no longer names the text this way.
         assert ingest_sql.STORE.count(TEXT_KEPT) == 1, "analyzer.ingest_sql.STORE changed: update TEXT_KEPT"
         ingest_sql.STORE = ingest_sql.STORE.replace(TEXT_KEPT, TEXT_NULL)
-    wall = time.perf_counter()
-    out = sys.stdout
-    sys.stdout = open(os.devnull, "w")
-    try:
-        launch.main([s3, "--db", db, "--json"])
-    except SystemExit as exc:
-        if exc.code:
-            raise
-    finally:
-        sys.stdout.close()
-        sys.stdout = out
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    run = _analyze_here(s3, db)
     import duckdb
 
     con = duckdb.connect(db, read_only=True)
-    stored = con.execute("SELECT count(*), count(raw) FROM records").fetchall()[0]
+    records, texts = con.execute("SELECT count(*), count(raw) FROM records").fetchall()[0]
     con.close()
-    return {"wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "minor_faults": usage.ru_minflt, "peak_rss_mb": usage.ru_maxrss / 1024,
-            "records": stored[0], "texts": stored[1]}
+    return {**run, "records": records, "texts": texts}
 
 
 CHILDREN = {"parts": child_parts, "forms": child_forms, "raw": child_raw, "text": child_text}
