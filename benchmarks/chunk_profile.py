@@ -28,6 +28,7 @@ Uses the inputs ``benchmarks/ingest.py`` generates (run it, or ``--quick``, firs
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -190,13 +191,19 @@ def _child(name: str, *args: str) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+def _span(runs: list[dict], key: str, fmt: str) -> str:
+    """The least and the most of ``key`` over ``runs``, as "least-most" in ``fmt``."""
+    vals = [r[key] for r in runs]
+    return f"{fmt.format(min(vals))}-{fmt.format(max(vals))}"
+
+
 def main() -> None:
-    """Run the three parts on the generated week and print their figures."""
+    """Run the four parts on the generated week and print their figures."""
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         print(json.dumps(CHILDREN[sys.argv[2]](*sys.argv[3:])))
         return
     sys.path.insert(0, str(HERE))
-    from ingest import MB, child, fresh, generated_week, warm, week_parser  # this folder's benchmark, not a package
+    from ingest import child, fresh, generated_week, line_bound, warm, week_parser  # this folder's benchmark, not a package
 
     opts = week_parser(__doc__).parse_args()
     week = generated_week(opts, "s3", "week.jsonl")
@@ -212,7 +219,7 @@ def main() -> None:
                 db = fresh(Path(scratch) / f"text-{way}.duckdb")
                 warm([str(s3)])
                 text[way].append(_child("text", str(s3), str(db), way))
-        floor = child("floor", str(one), str(s3 / "*" / "*.jsonl"), str(16 * MB), cwd=Path(scratch))
+        floor = child("floor", str(one), str(s3 / "*" / "*.jsonl"), str(line_bound(one)), cwd=Path(scratch))
         out["text"] = {**text, "chunk_floor_s": floor["chunks_s"]}
     if opts.json:
         print(json.dumps(out, indent=2))
@@ -240,10 +247,7 @@ def main() -> None:
           f"(chunk floor {fl:.2f} s, best of 2, this run):")
     for way in ("kept", "null"):
         runs = t[way]
-
-        def span(key, fmt):
-            vals = [r[key] for r in runs]
-            return f"{fmt.format(min(vals))}-{fmt.format(max(vals))}"
+        span = functools.partial(_span, runs)
         print(f"  {way:5s} {span('wall_s', '{:.2f}')} s  {span('cpu_s', '{:.1f}')} CPU-s  "
               f"{span('minor_faults', '{:,}')} faults  peak RSS {span('peak_rss_mb', '{:.0f}')} MB  "
               f"{min(r['wall_s'] for r in runs) / fl:.2f}-{max(r['wall_s'] for r in runs) / fl:.2f}x the floor  "
