@@ -474,6 +474,29 @@ def _m007_ingest_pending(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE ingest_pending (batch BIGINT PRIMARY KEY, stored_at TIMESTAMP)")
 
 
+def _m008_ladder_weeks(con: duckdb.DuckDBPyConnection) -> None:
+    """What a week after the ladder shipped needs: the records' ``ladder_armed``, and the class labels."""
+    con.execute(
+        """
+        -- log_fields 3: whether the proxy ran the ladder for this request (its model
+        -- gate); null in older records (a log_fields 2 record came from a proxy that
+        -- ran the ladder for every model).
+        ALTER TABLE records ADD COLUMN ladder_armed BOOLEAN;
+        -- What analyzer.online says of each class a proxy can log: whether a wedged
+        -- or down pod explains it, and the ladder trigger it is with and without tool
+        -- history. A logged class is joined to it instead of being re-derived.
+        CREATE TABLE class_labels (
+            incident_class   VARCHAR NOT NULL,
+            tool_history     BOOLEAN NOT NULL,
+            upstream_failure BOOLEAN NOT NULL,
+            ladder_trigger   VARCHAR,
+            PRIMARY KEY (incident_class, tool_history)
+        );
+        DELETE FROM build_state;
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -483,6 +506,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_settings", _m005_settings),
     ("006_metric_series", _m006_metric_series),
     ("007_ingest_pending", _m007_ingest_pending),
+    ("008_ladder_weeks", _m008_ladder_weeks),
 ]
 
 

@@ -64,6 +64,7 @@ RECORD_STRUCT = {
     "incident_class": "VARCHAR",
     "final_class": "VARCHAR",
     "ladder": "JSON",
+    "ladder_armed": "BOOLEAN",
     "system_sha256": "VARCHAR",
 }
 
@@ -121,7 +122,7 @@ HOT_COLUMNS = """
     j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
     j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
     j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
-    j.system_sha256 AS system_sha256
+    j.ladder_armed AS ladder_armed, j.system_sha256 AS system_sha256
 """.replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview"))
 
 # Words that mark a free-text stdout line as data (see proxy_events).

@@ -54,8 +54,9 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
     deadline = con.execute("SELECT max(CAST(value AS DOUBLE)) FROM settings WHERE name = 'caller_deadline_s'").fetchall()[0][0]
 
     # Sessions lost: GLM tool sessions whose last turn failed for the client.
-    tool_sessions, lost_all, lost_eligible, lost_wedged, turns_per_lost = next(
-        iter(ask(con, "sizing_lost_sessions", p)), (0, 0, 0, 0, None))
+    (tool_sessions, lost_all, lost_eligible, lost_wedged, turns_per_lost,
+     lost_without_ladder, lost_after_ladder, saved_by_ladder) = next(
+        iter(ask(con, "sizing_lost_sessions", p)), (0, 0, 0, 0, None, 0, 0, 0))
     lost_by_class = dict(ask(con, "sizing_lost_by_class", p))
 
     baseline: dict[str, int] = {}
@@ -81,6 +82,12 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         "sessions_lost": lost_all,
         "sessions_lost_to_eligible": lost_eligible,
         "sessions_lost_to_wedged_or_down": lost_wedged,
+        # The three parts of a week in which the ladder may have run: lost to an
+        # eligible failure with no ladder on it (the only sessions a projection
+        # applies to), lost after the ladder ran out of rungs, saved by the ladder.
+        "sessions_lost_without_ladder": lost_without_ladder,
+        "sessions_lost_after_ladder": lost_after_ladder,
+        "sessions_saved_by_ladder": saved_by_ladder,
         "sessions_lost_by_class": lost_by_class,
         "turns_per_lost_session": round(turns_per_lost, 1) if turns_per_lost else None,
         "baseline": {k: baseline.get(k, 0) for k in ("retried-ok", "retried-failed", "moved-on", "session-ended")},
@@ -90,6 +97,7 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         "ladder_rungs": measured_rungs,
         "replay_recovery": replayed,
         "replay_rungs": replayed_rungs,
+        "before_after": before_after(con, p),
     }
     sizing["conclusion"] = conclusion(sizing)
     return sizing
@@ -125,9 +133,38 @@ def _ladder_stats(con: duckdb.DuckDBPyConnection, p: dict[str, Any], source: str
     }
 
 
+def before_after(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> dict[str, Any] | None:
+    """Tool sessions lost per 100 without the ladder and with it, per class (question ``ladder_before_after``).
+
+    None unless the scope holds tool sessions of both eras, as their records tell
+    them apart (log fields of a proxy running the ladder, or none).
+    """
+    rows = [dict(zip(_BEFORE_AFTER_KEYS, r)) for r in ask(con, "ladder_before_after", p)]
+    if not rows or not rows[0]["tool_sessions_without"] or not rows[0]["tool_sessions_with"]:
+        return None
+    first = rows[0]
+    return {
+        "tool_sessions_without": first["tool_sessions_without"],
+        "tool_sessions_with": first["tool_sessions_with"],
+        "classes": [{k: v for k, v in r.items() if not k.startswith("tool_sessions_")} for r in rows],
+    }
+
+
+_BEFORE_AFTER_KEYS = (
+    "lost_class", "tool_sessions_without", "lost_without", "per_100_without", "per_100_without_low",
+    "per_100_without_high", "tool_sessions_with", "lost_with", "per_100_with", "per_100_with_low",
+    "per_100_with_high", "change_per_100", "change_low", "change_high",
+)
+
+
 def conclusion(s: dict[str, Any]) -> str:
-    """One plain sentence: what the ladder would have saved."""
-    lost = s["sessions_lost_to_eligible"]
+    """Plain sentences: what the ladder saved and would have saved.
+
+    The projection (measured or replayed recovery times the sessions lost) applies
+    only to sessions lost to an eligible failure with no ladder on it; sessions
+    lost after the ladder ran out of rungs, and those it saved, are measured.
+    """
+    lost = s["sessions_lost_without_ladder"]
     wedged = s["sessions_lost_to_wedged_or_down"]
     tail = (f"; {wedged} more {'was' if wedged == 1 else 'were'} lost to wedged or down pods, which no retry fixes"
             if wedged else "")
@@ -144,8 +181,17 @@ def conclusion(s: dict[str, Any]) -> str:
         )
     low, high = rec["interval"]
     saved = round(lost * rec["rate"])
+    measured = ""
+    if s["ladder_recovery"]:
+        after, kept = s["sessions_lost_after_ladder"], s["sessions_saved_by_ladder"]
+        measured = (f"The ladder saved {kept} GLM tool session{'' if kept == 1 else 's'} and "
+                    f"{after} {'was' if after == 1 else 'were'} lost after every rung it tried had failed. ")
+    if not lost:
+        return (f"{measured}No GLM tool session was lost to a ladder-eligible failure without the ladder "
+                f"({how} recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, over {rec['ladders']} "
+                f"ladder runs){tail}.")
     return (
-        f"The ladder would have saved about {saved} of {lost} GLM tool sessions lost to ladder-eligible "
-        f"failures ({how} recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, "
+        f"{measured}The ladder would have saved about {saved} of {lost} GLM tool sessions lost to "
+        f"ladder-eligible failures without it ({how} recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, "
         f"over {rec['ladders']} ladder runs){tail}."
     )

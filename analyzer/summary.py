@@ -142,8 +142,10 @@ def build_summary(
     q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
     scope = {"models": models or None, "since": since, "until": until}
 
-    (turns, sessions, first, last, inferred, addressable) = next(
-        iter(ask(con, "scope_totals", scope)), (0, 0, None, None, 0, 0))
+    (turns, sessions, first, last, inferred, addressable, logged_turns) = next(
+        iter(ask(con, "scope_totals", scope)), (0, 0, None, None, 0, 0, 0))
+    disagreements = [{"logged_class": lc, "derived_class": dc, "kept": src, "turns": n}
+                     for lc, dc, src, n in ask(con, "class_disagreements", scope)]
 
     per_model = []
     for model, n, n_sessions, n_tool_sessions in sorted(
@@ -198,6 +200,13 @@ def build_summary(
         "ladder_addressable": addressable,
         "sessions_ended_on_failure": ended_total,
         "inferred": {"turns": inferred, "share": round(inferred / turns, 4) if turns else 0.0},
+        # The proxy's logged class is kept; where the analyzer's own rule would say
+        # otherwise is a data-quality count (class_disagreements), not an override.
+        "logged_classes": {
+            "turns": logged_turns,
+            "disagreements": sum(d["turns"] for d in disagreements),
+            "pairs": disagreements,
+        },
         "quarantined_lines": quarantined,
         "quarantine_samples": samples,
         "sizing": sizing,

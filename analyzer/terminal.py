@@ -157,6 +157,12 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )
     out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
+    logged = summary.get("logged_classes") or {}
+    if logged.get("turns"):
+        pairs = ", ".join(f"logged {_t(d['logged_class'])} / derived {_t(d['derived_class'])} {d['turns']:,}"
+                          for d in logged["pairs"][:3])
+        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule "
+                  f"would say otherwise for {logged['disagreements']:,}" + (f" ({pairs})" if pairs else ""))
     if summary["quarantined_lines"]:
         whole = " (in the whole database)" if summary.get("not_filtered") else ""
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
@@ -259,6 +265,13 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
         f"of which to eligible failures {s['sessions_lost_to_eligible']:,}"
         + (f", {s['turns_per_lost_session']} turns per lost session" if s["turns_per_lost_session"] else "")
     )
+    if s["ladder_rungs"]:
+        out.print(
+            f"  of the lost to eligible failures: without a ladder {s['sessions_lost_without_ladder']:,} "
+            f"(the projection applies to these only), after the ladder ran out of rungs "
+            f"{s['sessions_lost_after_ladder']:,} (measured); saved by the ladder {s['sessions_saved_by_ladder']:,} "
+            "(measured)"
+        )
     out.print(
         f"  wedged/down failures (no retry fixes these, not counted as recoverable): "
         f"{s['wedged_or_down_failures']:,}; sessions lost to them: {s['sessions_lost_to_wedged_or_down']:,}"
@@ -275,7 +288,28 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
             out.print(_rung_table(s[key], title))
     if not s["ladder_rungs"] and not s.get("replay_rungs"):
         out.print("  no ladder data yet (no response records carry analyzer.online's `ladder` field)")
+    if s.get("before_after"):
+        out.print(_before_after_table(s["before_after"]))
     out.print(f"[bold]{s['conclusion']}[/]")
+
+
+def _before_after_table(ba: dict[str, Any]) -> Table:
+    """Tool sessions lost per 100 without and with the ladder, per class, with 95% intervals."""
+    t = Table(title=f"Did the ladder work? Tool sessions lost per 100, without the ladder "
+                    f"({ba['tool_sessions_without']:,} sessions) and with it ({ba['tool_sessions_with']:,}), "
+                    "as the records tell them apart (95% intervals)", title_justify="left")
+    for col in ("class of the last turn", "without", "with", "change"):
+        t.add_column(col, justify="left" if col.startswith("class") else "right")
+
+    def rate(p, lo, hi, k):
+        return f"{p:.1f} [{lo:.1f}–{hi:.1f}] ({k:,})"
+
+    for r in ba["classes"]:
+        t.add_row(_t(r["lost_class"]),
+                  rate(r["per_100_without"], r["per_100_without_low"], r["per_100_without_high"], r["lost_without"]),
+                  rate(r["per_100_with"], r["per_100_with_low"], r["per_100_with_high"], r["lost_with"]),
+                  f"{r['change_per_100']:+.1f} [{r['change_low']:+.1f} to {r['change_high']:+.1f}]")
+    return t
 
 
 def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:

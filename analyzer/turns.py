@@ -16,6 +16,7 @@ import duckdb
 
 from .db import CLASSIFY_MEMORY_LIMIT, memory_bound, transaction
 from .online import (
+    CLASSES,
     DEFAULT_CALLER_DEADLINE_S,
     UPSTREAM_FAILURE_CLASSES,
     TurnFeatures,
@@ -24,6 +25,7 @@ from .online import (
     parse_error,
 )
 from .online.classify import ERROR_HEAD_CHARS
+from .online.ladder import class_trigger
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
@@ -85,6 +87,27 @@ def refresh_feature_labels(con: duckdb.DuckDBPyConnection, features: str = "turn
         insert_rows(con, "feature_labels",
                     _FEATURE_COLUMNS + ("incident_class", "decision_evidence", "upstream_failure", "ladder_trigger"), out)
     return len(out)
+
+
+#: ``class_labels``: what analyzer.online says of every class a proxy can log, with
+#: and without tool history (its wedged/down explanation and its ladder trigger).
+CLASS_LABELS: tuple[tuple[str, bool, bool, str | None], ...] = tuple(
+    (c, history, c in UPSTREAM_FAILURE_CLASSES, class_trigger(c, history))
+    for c in CLASSES for history in (False, True)
+)
+
+
+def refresh_class_labels(con: duckdb.DuckDBPyConnection) -> bool:
+    """Make ``class_labels`` say what :data:`CLASS_LABELS` says; return whether it changed."""
+    stored = con.execute(
+        "SELECT incident_class, tool_history, upstream_failure, ladder_trigger FROM class_labels"
+    ).fetchall()
+    if sorted(stored, key=repr) == sorted(CLASS_LABELS, key=repr):
+        return False
+    con.execute("DELETE FROM class_labels")
+    insert_rows(con, "class_labels", ("incident_class", "tool_history", "upstream_failure", "ladder_trigger"),
+                list(CLASS_LABELS))
+    return True
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
@@ -153,6 +176,7 @@ def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | 
 def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
     report = ClassifyReport()
     queries = _queries()
+    refresh_class_labels(con)
     sql_sig = _sql_signature(con, queries)
     known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
     records_sig = report.records_signature = records_signature(con)
@@ -299,7 +323,7 @@ def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
         "(SELECT coalesce(string_agg(name || '=' || value, ',' ORDER BY name), '') FROM settings) FROM model_map"
     ).fetchall()[0]
     sql = "".join(queries[name].sql for name in ("turn_features", "turns", *SESSION_TABLES))
-    return _md5(sql + mapping + settings)
+    return _md5(sql + mapping + settings + repr(CLASS_LABELS))
 
 
 def _md5(text: str) -> str:

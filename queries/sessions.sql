@@ -3,7 +3,11 @@
 -- Turns grouped by session_id (turns without a session id are left out). A session
 -- "ended on a failure" when its last turn's outcome for the client was not `ok`
 -- (a turn the ladder recovered counts as ok). `tool_session` marks sessions with
--- tool history in any turn.
+-- tool history in any turn. `ladder_era` says what the records say of the ladder:
+-- `with-ladder` when a turn's record carries log fields of a proxy that ran the
+-- ladder for it (analyzer.online.log_fields, `ladder_armed`), `ladder-off` when
+-- the records carry log fields but the proxy's model gate left the ladder off,
+-- `without-ladder` when no record carries log fields (before it shipped).
 WITH ordered AS (
     SELECT t.*,
            CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS client_class,
@@ -23,6 +27,9 @@ SELECT
     count(*) FILTER (WHERE recovered_at IS NOT NULL) AS recovered_turns,
     bool_or(coalesce(tool_history, false) OR coalesce(has_tool_calls, false)) AS tool_session,
     max(CASE WHEN from_end = 1 THEN client_class END) AS last_class,
-    max(CASE WHEN from_end = 1 THEN client_class END) <> 'ok' AS ended_on_failure
+    max(CASE WHEN from_end = 1 THEN client_class END) <> 'ok' AS ended_on_failure,
+    CASE WHEN bool_or(coalesce(ladder_armed, false)) THEN 'with-ladder'
+         WHEN bool_or(has_log_fields) THEN 'ladder-off'
+         ELSE 'without-ladder' END AS ladder_era
 FROM ordered
 GROUP BY session_id

@@ -52,7 +52,7 @@ paired AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated AS response_truncated,
+           p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated AS response_truncated,
            p.reasoning_tokens, p.reasoning_cut,
            coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
     FROM req q
@@ -71,7 +71,7 @@ orphans AS (
            p.completion_tokens, p.cached_tokens, p.error, p.upstream_headers,
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
-           p.logged_class, p.final_class, p.ladder, p.truncated,
+           p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated,
            p.reasoning_tokens, p.reasoning_cut,
            p.proxy_pod
     FROM resp p
@@ -165,6 +165,9 @@ SELECT
     logged_class,
     final_class,
     ladder,
+    -- the proxy ran the ladder for this request: log_fields 3 says so; a log_fields
+    -- 2 record came from a proxy that ran it for every model; null: no log fields
+    CASE WHEN log_fields_version IS NOT NULL THEN coalesce(ladder_armed, true) END AS ladder_armed,
     ladder ->> 'trigger' AS ladder_trigger_logged,
     ladder ->> 'outcome' AS ladder_outcome,
     ladder ->> 'recovered_at' AS recovered_at,

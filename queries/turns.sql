@@ -4,16 +4,28 @@
 -- A materialized table: rebuilt from this query by analyzer.turns.refresh_turns
 -- whenever records, labels, metric windows or this file changed, so reports and
 -- notebooks read it without recomputing the pairing.
--- incident_class is analyzer.online.decide over the turn's features (looked up in
--- feature_labels), then the window classes from the metrics: an upstream failure
--- inside a wedged window of its model's pod is `wedged-pod`, inside a down window
--- `pod-down`; a request with no response is `unanswered`.
+-- incident_class: the class the proxy logged (`log_fields`' incident_class) when
+-- the record carries one analyzer.online knows: the proxy saw the exception and
+-- the status, so what it logged is the truth for that turn (`class_source`
+-- 'logged'). Records without log fields get analyzer.online.decide over the
+-- turn's features (looked up in feature_labels; `class_source` 'derived').
+-- `rule_class` is the derived class either way, and `class_disagrees` marks a
+-- logged class the rule would not have given (a data-quality count, not an
+-- override). Then the window classes from the metrics, which no proxy can see: an
+-- upstream failure inside a wedged window of its model's pod is `wedged-pod`,
+-- inside a down window `pod-down`; a request with no response is `unanswered`.
 -- `evidence` says whether the class rests on logged fields or on inference.
 -- NOT MATERIALIZED: `labelled` is read once; materialized, its wide rows spilled
 -- (measured on a week: 400 MB spilled at a 640 MB bound, against 60 MB).
 WITH labelled AS NOT MATERIALIZED (
-    SELECT f.*, l.incident_class AS rule_class, l.decision_evidence, l.upstream_failure,
-           l.ladder_trigger AS rule_trigger,
+    SELECT f.*, l.incident_class AS rule_class,
+           coalesce(c.incident_class, l.incident_class) AS base_class,
+           CASE WHEN c.incident_class IS NOT NULL THEN 'logged' ELSE l.decision_evidence END AS decision_evidence,
+           CASE WHEN c.incident_class IS NOT NULL THEN c.upstream_failure ELSE l.upstream_failure END
+               AS upstream_failure,
+           CASE WHEN c.incident_class IS NOT NULL THEN c.ladder_trigger ELSE l.ladder_trigger END AS rule_trigger,
+           CASE WHEN c.incident_class IS NOT NULL THEN 'logged' ELSE 'derived' END AS class_source,
+           f.has_log_fields AND f.logged_class IS DISTINCT FROM l.incident_class AS class_disagrees,
            coalesce(m.model_name, f.model) AS metric_model,
            coalesce(f.response_ts, f.ts) AS window_ts  -- the time a pod window must hold
     FROM turn_features f
@@ -30,6 +42,8 @@ WITH labelled AS NOT MATERIALIZED (
       AND l.inferred IS NOT DISTINCT FROM f.inferred
       AND l.no_answer IS NOT DISTINCT FROM f.no_answer
       AND l.late IS NOT DISTINCT FROM f.late
+    LEFT JOIN class_labels c
+      ON f.has_log_fields AND c.incident_class = f.logged_class AND c.tool_history = coalesce(f.tool_history, false)
     LEFT JOIN model_map m ON m.log_model = f.model
 ),
 ordered AS (
@@ -68,12 +82,14 @@ SELECT
     CASE
         WHEN NOT answered THEN 'unanswered'
         WHEN upstream_failure AND in_down_window
-             AND (rule_class IN ('connection-error', 'connect-timeout') OR NOT in_wedged_window) THEN 'pod-down'
+             AND (base_class IN ('connection-error', 'connect-timeout') OR NOT in_wedged_window) THEN 'pod-down'
         WHEN upstream_failure AND in_wedged_window THEN 'wedged-pod'
-        ELSE rule_class
+        ELSE base_class
     END AS incident_class,
     CASE WHEN NOT answered THEN 'logged' ELSE decision_evidence END AS evidence,
     rule_class,
+    class_source,
+    coalesce(class_disagrees, false) AS class_disagrees,
     -- The ladder cannot fix a wedged or down pod: such turns are not eligible.
     CASE WHEN answered AND NOT (upstream_failure AND (in_wedged_window OR in_down_window))
          THEN rule_trigger END AS ladder_trigger,
@@ -85,7 +101,7 @@ SELECT
     enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,
     inferred, prompt_md5, has_messages, content_chars, reasoning_chars, reasoning_cut, reasoning_tokens, late,
     tool_call_count,
-    cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder,
+    cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder, ladder_armed,
     metric_model,
     proxy_pod,
     o.turn_index

@@ -116,4 +116,12 @@ def test_sizing_block(con):
     assert [r["rung"] for r in s["ladder_rungs"]] == ["tool_choice_none", "drop_tools", "final_answer"]
     assert s["ladder_rungs"][-1]["cumulative_rate"] == 0.8
     assert s["sessions_lost_to_eligible"] == 2 + 2  # two exhausted ladders, B2 and B4
-    assert "would have saved about 3 of 4" in s["conclusion"]
+    # The projection applies only to sessions lost without a ladder (B2, B4): the two
+    # lost after every rung failed are measured, as are the eight the ladder saved.
+    assert s["sessions_lost_without_ladder"] == 2
+    assert s["sessions_lost_after_ladder"] == 2
+    assert s["sessions_saved_by_ladder"] == 8
+    assert "would have saved about 2 of 2 GLM tool sessions lost to ladder-eligible failures without it" \
+        in s["conclusion"]
+    assert "The ladder saved 8 GLM tool sessions and 2 were lost after every rung" in s["conclusion"]
+    assert "of 4" not in s["conclusion"]

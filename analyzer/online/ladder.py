@@ -348,13 +348,22 @@ def ladder_trigger(features: TurnFeatures, *, length_recovery: bool = False) -> 
     ``tool-history-5xx`` always; ``empty-200-stop`` when the prompt carries tool
     history; ``length-with-no-content`` when ``length_recovery`` is on.
     """
-    cls = decide(features).incident_class
-    if cls == TOOL_HISTORY_5XX:
-        return cls
-    if cls == EMPTY_200_STOP and features.tool_history:
-        return cls
-    if cls == LENGTH_WITH_NO_CONTENT and length_recovery:
-        return cls
+    return class_trigger(decide(features).incident_class, bool(features.tool_history),
+                         length_recovery=length_recovery)
+
+
+def class_trigger(incident_class: str, tool_history: bool, *, length_recovery: bool = False) -> str | None:
+    """The ladder trigger of an answer of class ``incident_class``, or None.
+
+    The rule of :func:`ladder_trigger` once the class is known (as when a proxy
+    logged it): the analyzer reads a logged class through this.
+    """
+    if incident_class == TOOL_HISTORY_5XX:
+        return incident_class
+    if incident_class == EMPTY_200_STOP and tool_history:
+        return incident_class
+    if incident_class == LENGTH_WITH_NO_CONTENT and length_recovery:
+        return incident_class
     return None
 
 
