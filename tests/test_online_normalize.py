@@ -151,36 +151,65 @@ def _kwargs(payload):
 
 
 @pytest.mark.parametrize("model", ["glm-5", "glm-5.2-fp8", "GLM-4.6", "z-ai/glm-5.2", "zai-org/GLM-5.2-FP8"])
-def test_glm_gets_both_keys_and_clears_earlier_reasoning_when_enabled(model):
-    # clear_thinking false would replay every earlier turn's reasoning
-    # into the prompt (GLM-5's template gate); true keeps only the current cycle's.
+def test_glm_gets_both_keys_and_keeps_earlier_reasoning_when_enabled(model):
+    # The proposal's default (seed 000): clear_thinking false, earlier turns'
+    # reasoning kept, as GLM's docs recommend for agentic tool use.
     out = normalize_thinking({"model": model, "messages": []}, model, True)
-    assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
+    assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": False}
 
 
 @pytest.mark.parametrize("model", ["glm-5", "z-ai/glm-5.2"])
-def test_glm_disabled_sets_both_keys_false_and_clears_reasoning(model):
+def test_clear_thinking_is_the_operators_option_for_shorter_prompts(model):
+    out = normalize_thinking({"model": model}, model, True, clear_thinking=True)
+    assert _kwargs(out) == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
+    # Thinking off: the option adds nothing.
+    assert _kwargs(normalize_thinking({"model": model}, model, False, clear_thinking=True)) == {
+        "enable_thinking": False, "thinking": False}
+    # Other families have no clear_thinking switch.
+    assert _kwargs(normalize_thinking({}, "qwen3", True, clear_thinking=True)) == {"enable_thinking": True}
+
+
+@pytest.mark.parametrize("value", [None, 0, 1, "true"])
+def test_clear_thinking_must_be_a_boolean(value):
+    with pytest.raises(ValueError, match="clear_thinking"):
+        normalize_thinking({"model": "glm-5"}, "glm-5", True, clear_thinking=value)
+
+
+@pytest.mark.parametrize("model", ["glm-5", "z-ai/glm-5.2"])
+def test_glm_disabled_sets_both_keys_false_and_adds_no_clear_thinking(model):
     out = normalize_thinking({"model": model}, model, False)
-    assert _kwargs(out) == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
-    # A clear_thinking: false the client sent does not survive: the prompt stays bounded.
+    assert _kwargs(out) == {"enable_thinking": False, "thinking": False}
+    # A clear_thinking already there is the sender's: kept, never dropped.
     prior = {"model": model, "chat_template_kwargs": {"clear_thinking": False, "enable_thinking": True}}
     assert _kwargs(normalize_thinking(prior, model, False)) == {"enable_thinking": False, "thinking": False,
-                                                                "clear_thinking": True}
+                                                                "clear_thinking": False}
 
 
 def test_glm_disagreeing_keys_are_made_to_agree():
     payload = {"chat_template_kwargs": {"enable_thinking": False, "thinking": True}}
     assert _kwargs(normalize_thinking(payload, "glm-5", True)) == {
-        "enable_thinking": True, "thinking": True, "clear_thinking": True}
-    assert _kwargs(normalize_thinking(payload, "glm-5", False)) == {"enable_thinking": False, "thinking": False,
-                                                                    "clear_thinking": True}
+        "enable_thinking": True, "thinking": True, "clear_thinking": False}
+    assert _kwargs(normalize_thinking(payload, "glm-5", False)) == {"enable_thinking": False, "thinking": False}
 
 
 def test_other_template_kwargs_are_kept():
     payload = {"chat_template_kwargs": {"reasoning_effort": "high", "custom": [1, 2]}}
     out = normalize_thinking(payload, "glm-5", True)
     assert _kwargs(out) == {"reasoning_effort": "high", "custom": [1, 2], "enable_thinking": True,
-                            "thinking": True, "clear_thinking": True}
+                            "thinking": True, "clear_thinking": False}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_key_the_proxy_injected_from_its_config_is_merged_into(enabled):
+    # The real proxy sets chat_template_kwargs = {thinking_models[model]: enabled}
+    # from its config.json; normalizing after it keeps that key and adds GLM's other.
+    injected = {"model": "glm-5", "chat_template_kwargs": {"enable_thinking": enabled, "x_proxy": 1}}
+    out = normalize_thinking(injected, "glm-5", enabled)
+    expected = {"enable_thinking": enabled, "thinking": enabled, "x_proxy": 1}
+    if enabled:
+        expected["clear_thinking"] = False
+    assert _kwargs(out) == expected
+    assert injected["chat_template_kwargs"] == {"enable_thinking": enabled, "x_proxy": 1}  # not mutated
 
 
 @pytest.mark.parametrize("model", ["qwen3", "Qwen/Qwen3-235B-A22B", "qwen3-small"])
@@ -217,7 +246,7 @@ def test_extended_family_table():
         "enable_thinking": True, "thinking_mode": True}
     # The defaults still apply inside an extended table; glm keeps clear_thinking.
     assert _kwargs(normalize_thinking({}, "glm-5", True, families=table)) == {
-        "enable_thinking": True, "thinking": True, "clear_thinking": True}
+        "enable_thinking": True, "thinking": True, "clear_thinking": False}
     # The default table does not know gemma.
     assert "chat_template_kwargs" not in normalize_thinking({}, "gemma4-27b", True)
 
@@ -254,8 +283,9 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
                                        _json, max_size=4) | _json,
     model=st.sampled_from(["glm-5", "z-ai/glm-5.2", "qwen3", "deepseek-r1", "kimi-k2", "llama-3", ""]),
     enabled=st.sampled_from([True, False, None]),
+    clear=st.booleans(),
 )
-def test_normalize_property(payload, kwargs, model, enabled):
+def test_normalize_property(payload, kwargs, model, enabled, clear):
     if kwargs is not None:
         payload["chat_template_kwargs"] = kwargs
     before = copy.deepcopy(payload)
@@ -263,10 +293,10 @@ def test_normalize_property(payload, kwargs, model, enabled):
     if known and kwargs is not None and not isinstance(kwargs, dict):
         # Client junk where an object belongs: the documented client error, nothing else.
         with pytest.raises(ClientRequestError) as info:
-            normalize_thinking(payload, model, enabled)
+            normalize_thinking(payload, model, enabled, clear_thinking=clear)
         assert info.value.field == "chat_template_kwargs" and payload == before
         return
-    out = normalize_thinking(payload, model, enabled)
+    out = normalize_thinking(payload, model, enabled, clear_thinking=clear)
     assert payload == before
     # Only chat_template_kwargs may change.
     assert {k: v for k, v in out.items() if k != "chat_template_kwargs"} == \
@@ -276,12 +306,14 @@ def test_normalize_property(payload, kwargs, model, enabled):
         family = next(f for f in THINKING_KEYS if f in model)
         for key in THINKING_KEYS[family]:
             assert new[key] is enabled
-        if family == "glm":
-            assert new["clear_thinking"] is True
-        # Keys the table does not own are kept as sent.
+        glm_on = family == "glm" and enabled
+        if glm_on:
+            assert new["clear_thinking"] is clear
+        # Keys the normalizer does not set are kept as sent (never dropped).
         for key, value in (kwargs or {}).items():
-            if key not in THINKING_KEYS[family] and key != "clear_thinking":
+            if key not in THINKING_KEYS[family] and not (glm_on and key == "clear_thinking"):
                 assert new[key] == value
+        assert set(kwargs or {}) <= set(new)
     else:
         assert out == payload
 

@@ -15,19 +15,18 @@ THINKING_KEYS: dict[str, tuple[str, ...]] = {
     "kimi": ("thinking",),
 }
 # Families whose chat template has a ``clear_thinking`` switch for the reasoning
-# of earlier turns. GLM-5's template (zai-org/GLM-5 chat_template.jinja, mirrored
-# line for line in PrimeIntellect-ai/renderers, renderers/glm5.py and
-# renderers/configs.py, found with public code search) re-renders a past
-# assistant turn's reasoning when
+# of earlier turns. GLM-5's template (zai-org/GLM-5 chat_template.jinja) re-renders
+# a past assistant turn's reasoning when
 #     ((clear_thinking is defined and not clear_thinking)
 #       or loop.index0 > ns.last_user_index) and reasoning_content is defined
-# so ``clear_thinking: false`` replays *every* earlier turn's <think> block into
-# the prompt, which grows with the session; left undefined (GLM-5 to 5.2) only
-# the current tool cycle's reasoning is kept. GLM-5.3's template flips the
-# default (``clear_thinking if clear_thinking is defined else false``), so the
-# normalizer sends ``clear_thinking: true`` explicitly: the current cycle's
-# reasoning stays (the gate's second half), earlier turns' is dropped, on every
-# template revision.
+# so ``clear_thinking: false`` keeps every earlier turn's <think> block in the
+# prompt: what GLM's docs recommend for agentic tool use (the model sees why it
+# called each tool), and what the fallback-ladder proposal asks for ("clear_thinking:
+# false when thinking is enabled"). It is the default here. The prompt then grows
+# with the session's reasoning; operators who want shorter prompts pass
+# ``clear_thinking=True`` (the current tool cycle's reasoning stays, earlier
+# turns' is dropped). GLM-5.3's template defaults to keeping it, so the key is
+# always sent explicitly when thinking is on, never left to the template.
 CLEAR_THINKING_FAMILIES = frozenset({"glm"})
 
 # Tokens a budgeted answer spends beyond the thinking span: the forced </think>
@@ -87,22 +86,34 @@ def normalize_thinking(
     enabled: bool | None,
     *,
     families: Mapping[str, tuple[str, ...]] | None = None,
+    clear_thinking: bool = False,
 ) -> dict[str, Any]:
     """Return a payload whose ``chat_template_kwargs`` switch thinking as asked.
 
-    GLM gets ``enable_thinking`` and ``thinking`` set to the same value, plus
-    ``clear_thinking: true`` (earlier turns' reasoning is not replayed into the
-    prompt; see :data:`CLEAR_THINKING_FAMILIES`); other families get their own key
-    from ``families`` (default :data:`THINKING_KEYS`; pass a dict to extend it).
-    With ``enabled=None`` (the client did not ask) or an unknown family (or a
-    ``model`` that is not a string), the payload's thinking settings are left as
-    they are. The input is never mutated.
+    Thinking on, GLM gets ``enable_thinking`` and ``thinking`` both true plus
+    ``clear_thinking: false`` (earlier turns' reasoning kept, as GLM's docs
+    recommend for agentic tool use; the fallback-ladder proposal's default);
+    ``clear_thinking=True`` sends ``clear_thinking: true`` instead, for operators
+    who want shorter prompts (see :data:`CLEAR_THINKING_FAMILIES`). Thinking off,
+    GLM gets both keys false and no ``clear_thinking`` is added. Other families
+    get their own key from ``families`` (default :data:`THINKING_KEYS`; pass a
+    dict to extend it). With ``enabled=None`` (the client did not ask: the model's
+    default), an unknown family, or a ``model`` that is not a string, the
+    payload's thinking settings are left as they are.
+
+    Keys already in ``chat_template_kwargs`` (the client's, or one the proxy
+    injected from its own per-model config) are kept and merged into: only the
+    thinking keys of the family (and GLM's ``clear_thinking`` when thinking is
+    on) are set. The input is never mutated.
 
     Raises:
         ClientRequestError: ``payload`` is not an object, ``enabled`` is not a
             boolean or None, or ``chat_template_kwargs`` must be written into but
             is not an object (a string, list or number from the client).
+        ValueError: ``clear_thinking`` (the operator's setting) is not a boolean.
     """
+    if not isinstance(clear_thinking, bool):
+        raise ValueError(f"clear_thinking must be true or false, got {clear_thinking!r}")
     if not isinstance(payload, Mapping):
         raise ClientRequestError("payload", payload, "a chat-completions request must be a JSON object")
     out = dict(payload)
@@ -120,8 +131,8 @@ def normalize_thinking(
     kwargs = dict(current or {})
     for key in table[family]:
         kwargs[key] = enabled
-    if family in CLEAR_THINKING_FAMILIES:
-        kwargs["clear_thinking"] = True
+    if enabled and family in CLEAR_THINKING_FAMILIES:
+        kwargs["clear_thinking"] = clear_thinking
     out["chat_template_kwargs"] = kwargs
     return out
 
