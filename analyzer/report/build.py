@@ -27,6 +27,8 @@ from . import charts
 from .context import (
     Assets,
     Baseline,
+    BeforeAfter,
+    BeforeAfterRow,
     Breakdown,
     BreakdownRow,
     BreakdownsSection,
@@ -37,6 +39,7 @@ from .context import (
     LadderSection,
     LengthBudgetSection,
     ErrorGroup,
+    PromptGrowth,
     LatencyRow,
     Methods,
     OnCallSection,
@@ -347,7 +350,19 @@ def _ladder(sizing: dict[str, Any]) -> LadderSection:
         measured=bool(rungs), rungs=rungs, recovery=_recovery(sizing), baseline=baseline,
         eligible_by_trigger=dict(sorted(sizing["eligible_by_trigger"].items())),
         wedged_or_down_failures=sizing["wedged_or_down_failures"], conclusion=sizing["conclusion"], chart=chart,
+        sessions_lost_without_ladder=sizing["sessions_lost_without_ladder"],
+        sessions_lost_after_ladder=sizing["sessions_lost_after_ladder"],
+        sessions_saved_by_ladder=sizing["sessions_saved_by_ladder"],
+        before_after=_before_after(sizing.get("before_after")),
     )
+
+
+def _before_after(ba: dict[str, Any] | None) -> BeforeAfter | None:
+    if not ba:
+        return None
+    return BeforeAfter(tool_sessions_without=ba["tool_sessions_without"], tool_sessions_with=ba["tool_sessions_with"],
+                       classes=[BeforeAfterRow(**{**r, "lost_class": redact(r["lost_class"]) or ""})
+                                for r in ba["classes"]])
 
 
 _DIMENSIONS = (
@@ -379,7 +394,11 @@ def _breakdowns(con: duckdb.DuckDBPyConnection, p: dict[str, Any], focus: str,
                                   horizontal=True, axis_title=dimension)
         items.append(Breakdown(dimension=dimension, title=title, scope=scope, rows=shown,
                                omitted=max(0, len(rows) - BREAKDOWN_LIMIT), limit=BREAKDOWN_LIMIT, chart=chart))
-    return BreakdownsSection(items=items)
+    growth = {}
+    for thinking, _index, _n, _median, _mean, per_turn, mode_turns in ask(con, "prompt_growth", _scope(p)):
+        growth[thinking] = PromptGrowth(thinking=thinking, tokens_per_turn=per_turn, turns=mode_turns)
+    order = ("on", "off", "default")
+    return BreakdownsSection(items=items, prompt_growth=[growth[k] for k in order if k in growth])
 
 
 def _model_rows(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> list[BreakdownRow]:

@@ -195,6 +195,31 @@ class RungRow(_Model):
     cumulative_high: float | None = Field(description="Its 95% Wilson upper bound.")
 
 
+class BeforeAfterRow(_Model):
+    """Tool sessions lost per 100 for one class of the last turn, without and with the ladder."""
+
+    lost_class: str = Field(description="The class of the lost sessions' last turn, or `all`.")
+    lost_without: int = Field(description="Sessions lost without the ladder.")
+    per_100_without: float | None = Field(description="Lost per 100 tool sessions without the ladder.")
+    per_100_without_low: float | None = Field(description="Its 95% Wilson lower bound.")
+    per_100_without_high: float | None = Field(description="Its 95% Wilson upper bound.")
+    lost_with: int = Field(description="Sessions lost with the ladder.")
+    per_100_with: float | None = Field(description="Lost per 100 tool sessions with the ladder.")
+    per_100_with_low: float | None = Field(description="Its 95% Wilson lower bound.")
+    per_100_with_high: float | None = Field(description="Its 95% Wilson upper bound.")
+    change_per_100: float | None = Field(description="with - without, per 100 tool sessions.")
+    change_low: float | None = Field(description="95% lower bound of the change (Newcombe).")
+    change_high: float | None = Field(description="95% upper bound of the change (Newcombe).")
+
+
+class BeforeAfter(_Model):
+    """Did the ladder work? GLM tool sessions split by what their records say (question `ladder_before_after`)."""
+
+    tool_sessions_without: int = Field(description="Tool sessions whose records carry no log fields (before the ladder).")
+    tool_sessions_with: int = Field(description="Tool sessions logged by a proxy that ran the ladder for them.")
+    classes: list[BeforeAfterRow] = Field(description="`all` first, then each class lost in either era.")
+
+
 class LadderSection(_Model):
     """The ladder funnel: per rung, reached vs recovered; or the legacy baseline."""
 
@@ -206,6 +231,14 @@ class LadderSection(_Model):
     wedged_or_down_failures: int = Field(description="GLM failures inside wedged/down windows (never counted as recoverable).")
     conclusion: str = Field(description="The sizing's one-sentence conclusion.")
     chart: ChartSpec = Field(description="Funnel (reached vs recovered per rung) or the baseline's next steps.")
+    sessions_lost_without_ladder: int = Field(
+        description="GLM tool sessions lost to a ladder-eligible failure no ladder ran on (the only ones a projection applies to).")
+    sessions_lost_after_ladder: int = Field(
+        description="GLM tool sessions lost after the ladder ran on the last turn and every rung it tried failed (measured).")
+    sessions_saved_by_ladder: int = Field(
+        description="GLM tool sessions with a turn the ladder recovered that did not end on a failure (measured).")
+    before_after: BeforeAfter | None = Field(
+        default=None, description="Lost per 100 tool sessions without and with the ladder, or None unless both are in the period.")
 
 
 # ---------------------------------------------------------------------------
@@ -238,10 +271,20 @@ class Breakdown(_Model):
     chart: ChartSpec = Field(description="Class shares per value, stacked horizontal bars.")
 
 
+class PromptGrowth(_Model):
+    """How fast a tool session's prompt grows per turn in one thinking mode (question `prompt_growth`)."""
+
+    thinking: str = Field(description="`on`, `off` (the client's enable_thinking) or `default` (not sent).")
+    tokens_per_turn: float | None = Field(description="Least-squares slope of prompt tokens over the turn index.")
+    turns: int = Field(description="Turns of tool sessions with logged prompt tokens it rests on.")
+
+
 class BreakdownsSection(_Model):
     """Breakdowns by model, origin (app), client version and thinking on/off."""
 
     items: list[Breakdown] = Field(description="One breakdown per dimension, in that order.")
+    prompt_growth: list[PromptGrowth] = Field(
+        default_factory=list, description="Prompt growth per turn in tool sessions, per thinking mode (focus models).")
 
 
 class PositionRow(_Model):
