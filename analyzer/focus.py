@@ -1,13 +1,15 @@
 """The focus models: GLM, listed first in the summary, the report and replay.
 
-One rule, used by the summary, the sizing and the report: a model is a GLM model
-when its name contains ``glm`` in any case. The SQL questions use the same rule
-as the macro ``is_glm(model)`` (``queries/scope.sql``).
+One rule, used by the summary, the sizing, the report and the ladder's model
+gate: a model is a GLM model when its name contains ``glm`` in any case. It
+lives in :mod:`analyzer.online.models` (the proxy needs it too, and
+``analyzer.online`` is standard-library only); this module re-exports it. The
+SQL questions use the same rule as the macro ``is_glm(model)``
+(``queries/scope.sql``).
 """
 
 from __future__ import annotations
 
+from .online.models import is_glm
 
-def is_glm(model: str | None) -> bool:
-    """GLM models are the focus: they are listed first everywhere."""
-    return bool(model) and "glm" in model.lower()
+__all__ = ["is_glm"]

@@ -362,7 +362,8 @@ def test_every_rung_failing_passes_the_original_answer_on():
     original = (500, {"content-length": "0", "date": "x"}, b"")
     for result, send in run_both(tool_payload(), lambda: ScriptedSend(original, EMPTY_STOP, NAKED_500, EMPTY_STOP)):
         assert result.outcome == "exhausted" and result.recovered_at is None
-        assert (result.status, result.headers, result.body) == original
+        assert (result.status, result.upstream_headers, result.body) == original
+        assert result.headers == {"date": "x"}  # forwardable: content-length described the wire
         assert send.calls == 4
         assert summary(result) == [("original", 500, "tool-history-5xx"), ("tool_choice_none", 200, "empty-200-stop"),
                                    ("drop_tools", 500, "tool-history-5xx"), ("final_answer", 200, "empty-200-stop")]
@@ -553,8 +554,8 @@ def test_length_recovery_budget_then_thinking_off():
         # The budget leaves exactly the reserve: it passes the contract at the boundary.
         assert budgeted["thinking_token_budget"] == 1024 - 256 - 2
         assert validate_thinking_budget(budgeted["thinking_token_budget"], 1024, 256) == 766
-        # Thinking off: both GLM keys false, earlier reasoning cleared, no budget; tools untouched.
-        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
+        # Thinking off: both GLM keys false, the client's clear_thinking kept, no budget; tools untouched.
+        assert off["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False, "clear_thinking": False}
         assert "thinking_token_budget" not in off and off["tools"] is TOOLS
     assert payload == before
 

@@ -9,7 +9,8 @@ Entry points:
 
 - :func:`classify` / :func:`decide` — the one classification rule over :class:`TurnFeatures`
 - :func:`features_from_exchange` — features from a live payload and upstream answer
-- :func:`run_ladder` / :func:`arun_ladder` — the fallback ladder, sync and async
+- :func:`run_ladder` / :func:`arun_ladder` — the fallback ladder, sync and async, armed
+  for the models in :data:`LADDER_MODELS` (GLM: :func:`is_glm`)
 - :func:`normalize_thinking`, :func:`validate_thinking_budget`, :func:`anthropic_stop_reason`
   (client input they refuse raises :class:`ClientRequestError`, a ``ValueError``)
 - :func:`log_fields` — the extra fields a proxy adds to its response record
@@ -50,15 +51,18 @@ from .ladder import (
     LENGTH_RUNGS,
     ORIGINAL,
     OUTCOMES,
+    REFUSED_STATUSES,
     Attempt,
     LadderResult,
     RungUnavailable,
     arun_ladder,
     build_rung,
+    forwardable_headers,
     ladder_trigger,
     rung_payloads,
     run_ladder,
 )
+from .models import LADDER_MODELS, is_glm, model_matches
 from .logfields import LOG_FIELDS_VERSION, log_fields
 from .normalize import (
     THINKING_KEYS,
@@ -83,6 +87,7 @@ __all__ = [
     "EMPTY_200_STOP",
     "ERROR_KINDS",
     "INFERRED",
+    "LADDER_MODELS",
     "LATE_200",
     "LENGTH_RUNGS",
     "LENGTH_WITH_NO_CONTENT",
@@ -93,6 +98,7 @@ __all__ = [
     "ORIGINAL",
     "OUTCOMES",
     "POD_DOWN",
+    "REFUSED_STATUSES",
     "THINKING_KEYS",
     "TOOL_HISTORY_5XX",
     "UNANSWERED",
@@ -113,11 +119,14 @@ __all__ = [
     "classify",
     "decide",
     "features_from_exchange",
+    "forwardable_headers",
     "has_tool_history",
     "is_blank",
+    "is_glm",
     "is_late",
     "ladder_trigger",
     "log_fields",
+    "model_matches",
     "normalize_thinking",
     "parse_error",
     "rung_payloads",

@@ -140,9 +140,13 @@ _CONNECT_TIMEOUT_EXCEPTIONS = frozenset({"ConnectTimeout", "PoolTimeout", "Write
 # than the decoder's stack, fail the same call with these.
 _BAD_BODY_EXCEPTIONS = frozenset({"JSONDecodeError"})
 _BAD_BODY_MESSAGES = {"UnicodeDecodeError": "codec can't decode", "RecursionError": "while decoding a JSON"}
-# Raised by this module's own request validation before any model call: the
-# client's request was refused, nothing upstream failed.
-_REJECTED_EXCEPTIONS = frozenset({"ThinkingBudgetError"})
+# Raised by this module's own request validation before any model call (and the
+# reference proxy's routing): the client's request was refused, nothing upstream
+# failed.
+_REJECTED_EXCEPTIONS = frozenset({"ThinkingBudgetError", "ClientRequestError", "UnknownModelError"})
+# asyncio's cancellation of the proxy's handler: the caller hung up (uvicorn
+# cancels a request whose client disconnected).
+_CANCELLED_EXCEPTIONS = frozenset({"CancelledError"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +367,8 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
             return ERROR_BAD_BODY, 200
         if name in _REJECTED_EXCEPTIONS:
             return ERROR_REJECTED, 400
+        if name in _CANCELLED_EXCEPTIONS:
+            return ERROR_CANCELLED, None
     lowered = text.lower()
     if "unknown model" in lowered or "not routable" in lowered or "no provider" in lowered:
         return ERROR_REJECTED, 400

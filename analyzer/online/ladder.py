@@ -23,9 +23,22 @@ from, client junk the normalizer refuses) is skipped and recorded in
 runner cuts a rung off at the deadline, and an answer that arrives after it does
 not count as recovered: the outcome is ``deadline``.
 
+The ladder is a GLM fix: it is armed only for a payload whose ``model``
+matches ``models`` (default :data:`LADDER_MODELS`, ``("*glm*",)``; None arms it
+for every model). Any other request costs exactly one call and is never retried
+(``LadderResult.armed`` is False).
+
+A rung answered with 400 or 422 was *refused*: the upstream does not accept
+that rung's shape (GLM-5.3 is reported to reject ``thinking.type: disabled``).
+The attempt is recorded with ``refused=True`` and the ladder goes on to the next
+rung; the call counts toward ``max_attempts``.
+
 Whatever ``send`` returns (a malformed tuple, a junk status, any body) becomes an
 attempt with a class; only a transport exception on the *original* call
-propagates.
+propagates. ``LadderResult.headers`` is a plain dict safe to forward with
+``LadderResult.body`` (no ``content-encoding``/``content-length``/hop-by-hop
+headers: ``send`` returns the decoded body); ``upstream_headers`` keeps what
+``send`` returned.
 
 The ladder is transport-agnostic: the caller passes ``send(payload) -> (status,
 headers, body)`` (a coroutine function for :func:`arun_ladder`). One state machine,
@@ -56,6 +69,7 @@ from .classify import (
     decide,
 )
 from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
+from .models import LADDER_MODELS, model_matches, model_patterns
 from .normalize import ClientRequestError, normalize_thinking
 
 ORIGINAL = "original"
@@ -101,6 +115,22 @@ OUTCOMES: tuple[str, ...] = (NOT_TRIGGERED, RECOVERED, EXHAUSTED, ATTEMPT_LIMIT,
 #: Seconds a rung needs at least: none starts with less left before the deadline.
 DEFAULT_MIN_ATTEMPT_S = 1.0
 
+#: A deadline further ahead of the ladder's clock than this is on another clock
+#: (``time.time()`` is ~1.7e9 s ahead of ``time.monotonic()``): refused.
+MAX_DEADLINE_AHEAD_S = 86_400.0
+
+#: Statuses with which the upstream refuses a rung's shape (not the rung's idea
+#: failing): the attempt is marked ``refused`` and the next rung is tried.
+REFUSED_STATUSES = frozenset({400, 422})
+
+#: Headers that describe the wire, not the decoded body ``send`` returns, and
+#: hop-by-hop headers (RFC 9110 7.6.1): never in ``LadderResult.headers``.
+UNFORWARDABLE_HEADERS = frozenset({
+    "content-encoding", "content-length", "transfer-encoding",
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "upgrade",
+})
+
 
 class BudgetExceeded(TimeoutError):
     """The ladder's total time budget ran out during a rung call (async runner)."""
@@ -141,6 +171,7 @@ class Attempt:
     completion_tokens: int | None = None
     error: str | None = None
     no_answer: bool | None = None  # a 2xx JSON body with no usable choice (``no-answer-200``)
+    refused: bool = False  # a rung the upstream refused (400/422): its shape, not its idea, failed
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as a JSON-ready dict (the ``ladder.attempts`` log shape)."""
@@ -153,17 +184,26 @@ class LadderResult:
 
     ``status``/``headers``/``body`` are the recovered rung's answer, or the
     original answer when nothing recovered (the client then sees the real failure
-    of the request it sent). ``recovered_at`` is the rung that recovered, or None.
+    of the request it sent). ``headers`` is a plain dict with lower-case keys,
+    safe to forward with ``body`` as it is: ``send`` returns a decoded body, so
+    ``content-encoding``, ``content-length``, ``transfer-encoding`` and the
+    hop-by-hop headers are left out (see :func:`forwardable_headers`);
+    ``upstream_headers`` is what ``send`` returned, untouched (for logging, e.g.
+    the naked 500's ``content-length: 0``). ``recovered_at`` is the rung that
+    recovered, or None. ``armed`` is True when the ladder was armed for this
+    request (its model matched ``models``).
     """
 
     status: int | None
-    headers: Any
+    headers: dict[str, str]
     body: Any
     attempts: list[Attempt] = field(default_factory=list)
     trigger: str | None = None
     recovered_at: str | None = None
     outcome: str = NOT_TRIGGERED
     skipped: list[dict[str, str]] = field(default_factory=list)
+    upstream_headers: Any = None
+    armed: bool = False
 
     @property
     def triggered(self) -> bool:
@@ -181,6 +221,52 @@ class LadderResult:
             "attempts": [a.to_dict() for a in self.attempts],
             "skipped": [dict(x) for x in self.skipped],
         }
+
+
+# ---------------------------------------------------------------------------
+# Headers
+
+
+def _header_text(value: Any, *, numbers: bool = True) -> str | None:
+    """A header name or value as text (bytes as latin-1); None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("latin-1")
+    if numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _header_pairs(headers: Any) -> list[tuple[Any, Any]]:
+    items = getattr(headers, "items", None)
+    if callable(items):
+        return list(items())
+    if isinstance(headers, (list, tuple)):
+        return [h for h in headers if isinstance(h, (list, tuple)) and len(h) == 2]
+    return []
+
+
+def forwardable_headers(headers: Any) -> dict[str, str]:
+    """``headers`` as a plain dict (lower-case keys) safe to forward with a decoded body.
+
+    Drops :data:`UNFORWARDABLE_HEADERS` and any header the ``connection`` header
+    names. ``headers`` may be any mapping (``httpx.Headers``, a dict), a list of
+    pairs, or junk: this never raises (junk gives ``{}``, a junk entry is left
+    out). Repeated names keep the last value (``httpx.Headers.items()`` has
+    already joined them).
+    """
+    try:
+        pairs = _header_pairs(headers)
+        out: dict[str, str] = {}
+        for key, value in pairs:
+            name, text = _header_text(key, numbers=False), _header_text(value)
+            if name is not None and text is not None:
+                out[name.strip().lower()] = text
+        named = {t.strip().lower() for t in out.get("connection", "").split(",")}
+        return {k: v for k, v in out.items() if k and k not in UNFORWARDABLE_HEADERS and k not in named}
+    except Exception:  # noqa: BLE001 - a mapping whose items() raises: nothing to forward
+        return {}
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +507,9 @@ def _ladder_steps(
     clock: Callable[[], float],
     deadline: float | None,
     min_attempt_s: float,
+    models: tuple[str, ...] | None,
 ) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
+    armed = model_matches(payload.get("model") if isinstance(payload, Mapping) else None, models)
     status, headers, body, latency, exc = yield (ORIGINAL, payload, None, False)  # type: ignore[misc]
     if exc is not None and not isinstance(exc, MalformedAnswer):
         raise exc  # the original call failed in transport: the proxy's own error path handles it
@@ -429,11 +517,12 @@ def _ladder_steps(
         # send answered, but not with an answer: an attempt with no HTTP status.
         feats = features_from_exchange(payload, None, None, exc)
         first = _attempt(ORIGINAL, feats, None, None, latency, exc, OTHER_5XX)
-        return LadderResult(status=None, headers=None, body=None, attempts=[first])
+        return LadderResult(status=None, headers={}, body=None, attempts=[first], armed=armed)
     feats = features_from_exchange(payload, status, body)
     first = _attempt(ORIGINAL, feats, status, body, latency, None)
-    result = LadderResult(status=status, headers=headers, body=body, attempts=[first])
-    trigger = ladder_trigger(feats, length_recovery=length_recovery)
+    result = LadderResult(status=status, headers=forwardable_headers(headers), body=body, attempts=[first],
+                          upstream_headers=headers, armed=armed)
+    trigger = ladder_trigger(feats, length_recovery=length_recovery) if armed else None
     if trigger is None:
         return result
     result.trigger = trigger
@@ -479,6 +568,9 @@ def _ladder_steps(
             break
         f = features_from_exchange(rung_payload, status, body)
         att = _attempt(rung, f, status, body, latency, None)
+        # The upstream refused this rung's shape (e.g. a template that rejects
+        # thinking off): recorded, and the next rung is tried.
+        att.refused = status in REFUSED_STATUSES
         result.attempts.append(att)
         if att.incident_class == OK:
             if deadline is not None and clock() > deadline:
@@ -486,7 +578,8 @@ def _ladder_steps(
                 # the client never sees this answer, so it is not a recovery.
                 result.outcome = DEADLINE
                 break
-            result.status, result.headers, result.body = status, headers, body
+            result.status, result.body = status, body
+            result.headers, result.upstream_headers = forwardable_headers(headers), headers
             result.recovered_at = rung
             result.outcome = RECOVERED
             break
@@ -533,6 +626,18 @@ def _check_bounds(max_attempts: Any, time_budget_s: Any, answer_reserve: Any = 0
         raise ValueError(f"min_attempt_s must be a non-negative number of seconds, got {min_attempt_s!r}")
 
 
+def _check_deadline_clock(deadline: Any, clock: Callable[[], float]) -> None:
+    """Refuse a deadline that is on another clock than the ladder's (``time.time()``)."""
+    if deadline is None:
+        return
+    now = clock()
+    if _is_number(now) and deadline - now > MAX_DEADLINE_AHEAD_S:
+        raise ValueError(
+            f"deadline={deadline!r} is {deadline - now:.3g} s ahead of the ladder's clock ({now!r}), more than "
+            f"a day: it looks like time.time(). The deadline is on the ladder's clock (time.monotonic() by "
+            f"default): pass time.monotonic() + seconds, or time_left_s=seconds")
+
+
 def _deadline_of(deadline: float | None, time_left_s: float | None, clock: Callable[[], float]) -> float | None:
     """The absolute deadline on ``clock``: the earlier of the two forms given."""
     candidates = [d for d in (deadline, None if time_left_s is None else clock() + time_left_s) if d is not None]
@@ -565,6 +670,7 @@ def run_ladder(
     time_left_s: float | None = None,
     min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
+    models: Iterable[str] | None = LADDER_MODELS,
 ) -> LadderResult:
     """Send ``payload``; if the answer triggers the ladder, retry down the rungs.
 
@@ -590,7 +696,16 @@ def run_ladder(
             earlier wins.
         min_attempt_s: no rung starts with less than this left before the
             deadline (outcome ``deadline``).
-        clock: a monotonic clock in seconds (injectable for tests).
+        clock: a monotonic clock in seconds (injectable for tests). A
+            ``deadline`` more than a day ahead of ``clock()`` is refused
+            (``ValueError``): it is ``time.time()``-based, not on this clock.
+        models: case-insensitive ``fnmatch`` patterns for ``payload["model"]``:
+            the ladder is armed only for a matching model (default
+            :data:`LADDER_MODELS`, GLM); None arms it for every model. Any other
+            request gets exactly one call, no retries, ``armed`` False.
+
+    A rung answered with 400 or 422 is recorded with ``refused=True`` (the
+    upstream does not accept that rung's shape) and the next rung is tried.
 
     The sync runner cannot interrupt a running ``send``: it starts no rung past
     the budget or the deadline, and an answer that arrives after the deadline is
@@ -600,10 +715,12 @@ def run_ladder(
         A :class:`LadderResult`: the answer to pass on and every attempt made.
     """
     _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
+    _check_deadline_clock(deadline, clock)
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
                           answer_reserve=answer_reserve, clock=clock,
-                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s)
+                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
+                          models=model_patterns(models))
     try:
         rung, body_payload, _left, _binds = next(steps)
         while True:
@@ -632,6 +749,7 @@ async def arun_ladder(
     time_left_s: float | None = None,
     min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
+    models: Iterable[str] | None = LADDER_MODELS,
 ) -> LadderResult:
     """The async :func:`run_ladder`: ``send`` is a coroutine function.
 
@@ -643,10 +761,12 @@ async def arun_ladder(
     import asyncio
 
     _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
+    _check_deadline_clock(deadline, clock)
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
                           answer_reserve=answer_reserve, clock=clock,
-                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s)
+                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
+                          models=model_patterns(models))
     try:
         rung, body_payload, left, binds = next(steps)
         while True:

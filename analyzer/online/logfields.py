@@ -11,7 +11,10 @@ from .ladder import LadderResult
 #: Bumped when the shape of :func:`log_fields` changes; the analyzer reads it.
 #: 2: ``ladder.skipped``, ``attempts[].no_answer``, the ``deadline`` outcome, and the
 #: classes ``no-answer-200``, ``connect-timeout`` and ``late-200``.
-LOG_FIELDS_VERSION = 2
+#: 3: ``ladder_armed`` (the ladder was armed for this request's model: GLM by
+#: default, so a non-GLM failure with ``ladder: null`` is not a ladder that failed
+#: to trigger) and ``attempts[].refused`` (a rung the upstream answered 400/422).
+LOG_FIELDS_VERSION = 3
 
 
 def log_fields(
@@ -46,11 +49,14 @@ def log_fields(
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
         caller_deadline_s   float | null the deadline ``late-200`` was judged by
+        ladder_armed        bool         a ladder result was passed and it was armed
+                                         for this request's model
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
                                             latency_ms, finish_reason, has_content,
                                             has_tool_calls, prompt_tokens,
-                                            completion_tokens, error}],
+                                            completion_tokens, error, no_answer,
+                                            refused}],
                                             skipped: [{rung, reason}]}
     """
     if not isinstance(payload, Mapping):
@@ -75,5 +81,6 @@ def log_fields(
         "incident_class": incident_class,
         "final_class": final_class,
         "caller_deadline_s": caller_deadline_s,
+        "ladder_armed": bool(ladder is not None and getattr(ladder, "armed", False)),
         "ladder": ladder.to_log() if ladder is not None else None,
     }
