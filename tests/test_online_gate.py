@@ -81,9 +81,12 @@ def test_the_gate_arms_glm_and_models_none_arms_every_model():
     assert log_fields(tool_payload(), result.status, result.body, result)["ladder_armed"] is True
 
 
-def test_ladder_armed_is_false_without_a_ladder_result():
+def test_ladder_armed_is_unknown_without_a_ladder_result():
+    # No ladder result (a transport error on the original call, a request refused
+    # before any call): null, not false, so the analyzer does not read the record as
+    # one of a model the ladder was off for.
     fields = log_fields(tool_payload(), 200, OK[2])
-    assert fields["ladder_armed"] is False and fields["log_fields_version"] == LOG_FIELDS_VERSION == 3
+    assert fields["ladder_armed"] is None and fields["log_fields_version"] == LOG_FIELDS_VERSION == 3
 
 
 @pytest.mark.parametrize("models", ["*glm*", [5], 7])
@@ -217,7 +220,7 @@ def test_a_cancelled_handler_is_client_cancelled():
     assert decide(features_from_exchange(tool_payload(), None, None, exc)).incident_class == "client-cancelled"
     fields = log_fields(tool_payload(), None, None, error=exc, latency_ms=1200)
     assert fields["incident_class"] == fields["final_class"] == "client-cancelled"
-    assert fields["upstream_status"] is None and fields["ladder"] is None and fields["ladder_armed"] is False
+    assert fields["upstream_status"] is None and fields["ladder"] is None and fields["ladder_armed"] is None
     # The real proxy's text for the same branch reads the same.
     text = "Client disconnected/cancelled after 1200ms (upstream still pending)"
     assert log_fields(tool_payload(), None, None, error=text)["final_class"] == "client-cancelled"

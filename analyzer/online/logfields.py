@@ -49,7 +49,8 @@ def log_fields(
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
         caller_deadline_s   float | null the deadline ``late-200`` was judged by
-        ladder_armed        bool         a ladder result was passed and it was armed
+        ladder_armed        bool | null  the ladder result passed was armed (the model gate);
+                                         null when no ladder result was passed
                                          for this request's model
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
@@ -81,6 +82,9 @@ def log_fields(
         "incident_class": incident_class,
         "final_class": final_class,
         "caller_deadline_s": caller_deadline_s,
-        "ladder_armed": bool(ladder is not None and getattr(ladder, "armed", False)),
+        # Unknown (null) without a ladder result: a transport error on the original
+        # call or a request refused before any call; the analyzer reads such a
+        # record as written by the ladder-running proxy it came from.
+        "ladder_armed": bool(getattr(ladder, "armed", False)) if ladder is not None else None,
         "ladder": ladder.to_log() if ladder is not None else None,
     }
