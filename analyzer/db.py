@@ -492,6 +492,9 @@ def _m008_ladder_weeks(con: duckdb.DuckDBPyConnection) -> None:
             ladder_trigger   VARCHAR,
             PRIMARY KEY (incident_class, tool_history)
         );
+        -- log_fields 3: a rung the upstream refused (400/422: it will not take that
+        -- shape), recorded apart from a rung that failed; replay records it too.
+        ALTER TABLE replay_attempts ADD COLUMN refused BOOLEAN;
         DELETE FROM build_state;
         """
     )

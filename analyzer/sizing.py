@@ -111,10 +111,11 @@ def _ladder_stats(con: duckdb.DuckDBPyConnection, p: dict[str, Any], source: str
     """
     rungs = []
     so_far: dict[str, int] = {}
-    for trigger, rung, ladders, reached, recovered in ask(con, "sizing_ladder_rungs", {**p, "source": source}):
+    for trigger, rung, ladders, reached, recovered, refused in ask(con, "sizing_ladder_rungs", {**p, "source": source}):
         so_far[trigger] = so_far.get(trigger, 0) + recovered
         rungs.append({
             "trigger": trigger, "rung": rung, "ladders": ladders, "reached": reached, "recovered": recovered,
+            "refused": refused,
             "conditional_rate": round(recovered / reached, 4) if reached else None,
             "conditional_interval": wilson(con, recovered, reached),
             "cumulative_rate": round(so_far[trigger] / ladders, 4) if ladders else None,

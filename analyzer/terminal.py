@@ -315,12 +315,16 @@ def _before_after_table(ba: dict[str, Any]) -> Table:
 def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     """Per-rung recovery with 95% Wilson intervals."""
     t = Table(title=f"{title} (outside wedged windows, 95% Wilson intervals)", title_justify="left")
-    for col in ("trigger", "rung", "reached", "recovered", "recovered | reached", "cumulative"):
+    # A rung the upstream refused (400/422) is not reached; the column shows only when one was.
+    refused = any(r.get("refused") for r in rows)
+    for col in ("trigger", "rung", "reached", "recovered", *(("refused",) if refused else ()),
+                "recovered | reached", "cumulative"):
         t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
             _t(r["trigger"]), _t(r["rung"]), f"{r['reached']:,}", f"{r['recovered']:,}",
+            *((f"{r.get('refused', 0):,}",) if refused else ()),
             f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
             f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
         )

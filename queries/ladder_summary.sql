@@ -5,6 +5,8 @@
 -- rate (recovered / reached) and the cumulative rate (recovered at this rung or
 -- before / ladders started), each with a 95% Wilson score interval so small counts
 -- do not read as certain, and the extra latency and tokens the rung attempts cost.
+-- A rung the upstream refused (400/422, `ladder_attempts.refused`) is counted in
+-- `refused`, not in `reached`: the shape was not accepted, the idea not tried.
 WITH attempts AS (
     SELECT * FROM ladder_attempts WHERE rung <> 'original'
 ),
@@ -16,8 +18,9 @@ started AS (
 per_rung AS (
     SELECT model, trigger, in_wedged_window, source, rung,
            min(attempt_no) AS rung_order,
-           count(*) AS reached,
-           count(*) FILTER (WHERE incident_class = 'ok') AS recovered,
+           count(*) FILTER (WHERE NOT refused) AS reached,
+           count(*) FILTER (WHERE refused) AS refused,
+           count(*) FILTER (WHERE incident_class = 'ok' AND NOT refused) AS recovered,
            sum(latency_ms) AS extra_latency_ms,
            sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)) AS extra_tokens
     FROM attempts
@@ -30,10 +33,11 @@ cumulative AS (
     FROM per_rung p JOIN started s USING (model, trigger, in_wedged_window, source)
 ),
 rates AS (
-    SELECT *, recovered::DOUBLE / reached AS p_cond, recovered_so_far::DOUBLE / ladders AS p_cum
+    SELECT *, CASE WHEN reached > 0 THEN recovered::DOUBLE / reached END AS p_cond,
+           recovered_so_far::DOUBLE / ladders AS p_cum
     FROM cumulative
 )
-SELECT model, trigger, in_wedged_window, source, rung, rung_order, ladders, reached, recovered,
+SELECT model, trigger, in_wedged_window, source, rung, rung_order, ladders, reached, recovered, refused,
        round(p_cond, 4) AS conditional_rate,
        round(wilson_low(recovered, reached), 4) AS conditional_low,
        round(wilson_high(recovered, reached), 4) AS conditional_high,

@@ -5,7 +5,8 @@
 -- ladder; `replay`: `analyze replay`; NULL: both), ladders started outside wedged
 -- windows (no rung is expected to fix a wedged pod): per trigger and rung, in the
 -- ladder's order, the ladders started with that trigger, how many reached the
--- rung and how many recovered there. The summary's sizing block turns these into
+-- rung and how many recovered there, and how many the upstream refused (400/422:
+-- not counted as reached). The summary's sizing block turns these into
 -- conditional and cumulative rates (`ladder_recovery` answers per model, also
 -- leaving out down windows). `since`/`until` bound the original request time (ISO
 -- 8601, UTC), `model` is a name or a LIKE pattern (`glm%`), `models` a list of
@@ -19,12 +20,13 @@ started AS (
     SELECT trigger, count(*) AS ladders FROM a WHERE rung = 'original' GROUP BY trigger
 ),
 rungs AS (
-    SELECT trigger, rung, min(attempt_no) AS rung_order, count(*) AS reached,
-           count(*) FILTER (WHERE incident_class = 'ok') AS recovered
+    SELECT trigger, rung, min(attempt_no) AS rung_order, count(*) FILTER (WHERE NOT refused) AS reached,
+           count(*) FILTER (WHERE incident_class = 'ok' AND NOT refused) AS recovered,
+           count(*) FILTER (WHERE refused) AS refused
     FROM a WHERE rung <> 'original'
     GROUP BY trigger, rung
 )
-SELECT r.trigger, r.rung, coalesce(s.ladders, 0) AS ladders, r.reached, r.recovered
+SELECT r.trigger, r.rung, coalesce(s.ladders, 0) AS ladders, r.reached, r.recovered, r.refused
 FROM rungs r
 LEFT JOIN started s ON s.trigger IS NOT DISTINCT FROM r.trigger
 ORDER BY r.trigger, r.rung_order, r.rung

@@ -190,3 +190,31 @@ def test_prompt_growth_per_thinking_mode(tmp_path):
     assert per_mode == {"on": (1000.0, 12), "off": (200.0, 12)}
     assert [(r[1], r[3]) for r in rows if r[0] == "on"] == [(1, 5000), (2, 6000), (3, 7000), (4, 8000)]
     con.close()
+
+
+def test_a_refused_rung_is_not_counted_as_reached(tmp_path):
+    # GLM-5.3-like: the upstream refuses tool_choice "none" with a 400; drop_tools recovers.
+    def send(payload):
+        if payload.get("tool_choice") == "none":
+            return 400, {}, b'{"error": {"message": "tool_choice none is not supported"}}'
+        if "tools" in payload:
+            return 500, {"content-length": "0"}, b""
+        return 200, {}, DONE_ANSWER
+
+    recs = []
+    for i in range(3):
+        lad = run_ladder(TOOL_PAYLOAD, send)
+        assert lad.recovered_at == "drop_tools" and [a.refused for a in lad.attempts] == [False, True, False]
+        extra = log_fields(TOOL_PAYLOAD, lad.status, lad.body, lad)
+        rid = f"r{i}"
+        recs += [request(rid, at(i * 10), session=f"R{i}", tool_results=TOOL_RESULT),
+                 response_ok(rid, at(i * 10 + 0.1), content="Done.", session=f"R{i}", extra=extra)]
+    con = connect(tmp_path / "r.duckdb")
+    ingest(con, [str(write_jsonl(tmp_path / "r.jsonl", recs))])
+    refresh_turns(con)
+    rungs = {r["rung"]: r for r in build_summary(con)["sizing"]["ladder_rungs"]}
+    assert (rungs["tool_choice_none"]["reached"], rungs["tool_choice_none"]["refused"]) == (0, 3)
+    assert rungs["tool_choice_none"]["conditional_rate"] is None
+    assert (rungs["drop_tools"]["reached"], rungs["drop_tools"]["recovered"], rungs["drop_tools"]["refused"]) == (3, 3, 0)
+    assert con.execute("SELECT count(*) FROM ladder_attempts WHERE refused").fetchall()[0][0] == 3
+    con.close()

@@ -278,8 +278,8 @@ def test_payload_is_rebuilt_with_the_system_prompt_rehydrated(db, upstream, caps
     # tools are not logged: stand-ins named after the transcript's tools
     assert [t["function"]["name"] for t in original["tools"]] == TRANSCRIPT_TOOLS
     assert "tool_choice" not in original and "max_tokens" not in original
-    # enable_thinking: false; earlier reasoning cleared (clear_thinking true for GLM)
-    assert original["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False, "clear_thinking": True}
+    # enable_thinking: false: both GLM keys off, and no clear_thinking (nothing to keep or clear)
+    assert original["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
 
 
 def test_model_override_and_tools_file(db, upstream, capsys, tmp_path):

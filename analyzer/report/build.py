@@ -340,7 +340,7 @@ def _ladder(sizing: dict[str, Any]) -> LadderSection:
         ci, cc = r["conditional_interval"] or (None, None), r["cumulative_interval"] or (None, None)
         rungs.append(RungRow(
             trigger=redact(r["trigger"]) or "", rung=redact(r["rung"]) or "", ladders=r["ladders"], reached=r["reached"],
-            recovered=r["recovered"], conditional_rate=r["conditional_rate"], conditional_low=ci[0],
+            recovered=r["recovered"], refused=r["refused"], conditional_rate=r["conditional_rate"], conditional_low=ci[0],
             conditional_high=ci[1], cumulative_rate=r["cumulative_rate"], cumulative_low=cc[0],
             cumulative_high=cc[1],
         ))

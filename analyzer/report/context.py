@@ -185,8 +185,10 @@ class RungRow(_Model):
     trigger: str = Field(description="The class that started these ladders.")
     rung: str = Field(description="The rung (`tool_choice_none`, `drop_tools`, `final_answer`, ...).")
     ladders: int = Field(description="Ladders started for this trigger.")
-    reached: int = Field(description="Ladders that tried this rung.")
+    reached: int = Field(description="Ladders that tried this rung (a rung the upstream refused is not counted).")
     recovered: int = Field(description="Of which recovered at this rung.")
+    refused: int = Field(default=0, description="Ladders whose call at this rung the upstream refused (400/422): "
+                                                "the shape was not accepted; the ladder went on.")
     conditional_rate: float | None = Field(description="recovered / reached.")
     conditional_low: float | None = Field(description="Its 95% Wilson lower bound.")
     conditional_high: float | None = Field(description="Its 95% Wilson upper bound.")
