@@ -50,7 +50,7 @@ HISTORY = [
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
          for n in ("query", "show_layer", "fly_to")]
 LOG_FIELD_KEYS = {"log_fields_version", "upstream_status", "finish_reason", "max_tokens", "thinking_token_budget",
-                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder"}
+                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder_armed", "ladder"}
 
 
 def client_payload(**extra):
@@ -97,7 +97,7 @@ def test_recovery_at_the_expected_rung(upstream, make_proxy, script, options, ru
     # What each attempt sent: normalized once, then reduced per rung.
     first = upstream.payloads[0]
     assert "enable_thinking" not in first and "user" not in first
-    assert first["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True, "clear_thinking": True}
+    assert first["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True, "clear_thinking": False}
     assert all(p["chat_template_kwargs"] == first["chat_template_kwargs"] for p in upstream.payloads)
     if rung == FLATTEN_TRANSCRIPT:
         assert not has_tool_structure(upstream.payloads[-1]["messages"])
@@ -335,13 +335,21 @@ def test_readme_example_runs_on_its_own(upstream, tmp_path):
     """The documented code needs nothing from the rest of tests/support/proxy.py."""
     from tests.support.proxy import LadderProxy
 
-    namespace: dict = {"__name__": "readme_example"}
-    exec(compile(readme_example_source(), "README example", "exec"), namespace)
-    upstream.script = fail_on_tool_history_with_tools()
-    with LadderProxy(upstream.chat_url, tmp_path / "readme.jsonl", app_factory=namespace["create_app"]) as proxy:
-        r = post(proxy, client_payload())
-        assert r.status_code == 200 and upstream.count == 3
-        rec = only_response(proxy)
+    import sys
+    import types
+
+    # A module of its own, as a proxy's file is: pydantic resolves ChatRequest through sys.modules.
+    module = types.ModuleType("readme_example")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(readme_example_source(), "README example", "exec"), module.__dict__)
+        upstream.script = fail_on_tool_history_with_tools()
+        with LadderProxy(upstream.chat_url, tmp_path / "readme.jsonl", app_factory=module.create_app) as proxy:
+            r = post(proxy, client_payload())
+            assert r.status_code == 200 and upstream.count == 3
+            rec = only_response(proxy)
+    finally:
+        del sys.modules[module.__name__]
     assert rec["ladder"]["recovered_at"] == DROP_TOOLS and rec["final_class"] == "ok"
 
 

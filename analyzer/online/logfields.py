@@ -49,9 +49,9 @@ def log_fields(
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
         caller_deadline_s   float | null the deadline ``late-200`` was judged by
-        ladder_armed        bool | null  the ladder result passed was armed (the model gate);
-                                         null when no ladder result was passed
-                                         for this request's model
+        ladder_armed        bool | null  the ladder result passed was armed for this
+                                         request's model (the model gate); null when
+                                         no ladder result was passed
         ladder              object | null  {trigger, outcome, recovered_at,
                                             attempts: [{rung, status, incident_class,
                                             latency_ms, finish_reason, has_content,

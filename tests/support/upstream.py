@@ -20,11 +20,18 @@ ordinary answers.
 
 The upstream recognises ladder rungs from what a payload looks like, not from
 any ladder constant, so it is an independent oracle for the ladder under test.
+
+Two answers a real deployment gives that a proxy must survive: a gzip-encoded
+body (:func:`gzipped`: ``content-encoding: gzip`` and the compressed
+``content-length``, which httpx decodes while ``r.headers`` still describes the
+wire), and a newer GLM that refuses a payload shape with a 400
+(:func:`refusing`, :func:`glm53_refuses_thinking_off`).
 """
 
 from __future__ import annotations
 
 import email.utils
+import gzip
 import json
 import threading
 import time
@@ -142,6 +149,20 @@ def slow(reply: Reply, delay_s: float) -> Reply:
     return Reply(reply.status, reply.body, reply.headers, delay_s, reply.disconnect)
 
 
+def gzipped(reply: Reply) -> Reply:
+    """``reply`` with its body gzip-compressed and ``content-encoding: gzip`` (as a
+    gateway with compression on sends it); ``content-length`` is the compressed size."""
+    headers = tuple(h for h in reply.headers if h[0].lower() != "content-encoding")
+    return Reply(reply.status, gzip.compress(reply.body), headers + (("content-encoding", "gzip"),),
+                 reply.delay_s, reply.disconnect)
+
+
+def refused_shape(message: str = "this request shape is not supported") -> Reply:
+    """400 with an OpenAI-style error body: the upstream does not accept the payload's shape."""
+    body = json.dumps({"error": {"message": message, "type": "BadRequestError", "code": 400}}).encode()
+    return Reply(400, body, (("date", _date()), ("server", "uvicorn"), ("content-type", "application/json")))
+
+
 def rate_limited() -> Reply:
     """429 with the rate-limit headers a hosted gateway sends."""
     body = json.dumps({"error": {"message": "Rate limit exceeded", "type": "rate_limit_exceeded", "code": 429}})
@@ -227,6 +248,33 @@ def fail_on_tool_history_with_tools(failure: Callable[[], Reply] = naked_500,
         return success()
 
     return script
+
+
+def thinking_disabled(payload: Any) -> bool:
+    """True when a payload switches thinking off: a false ``enable_thinking`` or
+    ``thinking`` in ``chat_template_kwargs``, or ``thinking: {"type": "disabled"}``."""
+    if not isinstance(payload, dict):
+        return False
+    kwargs = payload.get("chat_template_kwargs")
+    if isinstance(kwargs, dict) and (kwargs.get("enable_thinking") is False or kwargs.get("thinking") is False):
+        return True
+    thinking = payload.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") == "disabled"
+
+
+def refusing(refuse: Callable[[dict], bool], script: Script,
+             message: str = "this request shape is not supported") -> Script:
+    """Answer 400 (:func:`refused_shape`) to every payload ``refuse`` picks; ``script`` answers the rest."""
+    def wrapped(payload: dict) -> Reply:
+        return refused_shape(message) if refuse(payload) else script(payload)
+
+    return wrapped
+
+
+def glm53_refuses_thinking_off(script: Script) -> Script:
+    """A GLM-5.3-like upstream: 400 to any payload that switches thinking off
+    (reported: GLM-5.3 rejects ``thinking.type: disabled``); ``script`` answers the rest."""
+    return refusing(thinking_disabled, script, "thinking.type disabled is not supported by this model")
 
 
 def sequence(replies: Iterable[Reply | Callable[[], Reply]]) -> Script:
