@@ -10,7 +10,7 @@ cron job's thresholds over the summary, crossing one exits with
 :attr:`analyzer.errors.ExitCode.THRESHOLD`.
 
 Every piece of log text in the block (model and provider names, error texts)
-has been through :func:`analyzer.report.redact.redact`;
+has been through :func:`analyzer.scrub.scrub`;
 :func:`analyzer.terminal.print_oncall` prints it with control characters escaped.
 """
 
@@ -54,23 +54,30 @@ def _num(value: Any) -> Any:
 
 
 def _clean(text: Any) -> str | None:
-    from .report.redact import redact
+    from .scrub import scrub
 
-    return redact(str(text)) if text is not None else None
+    return scrub(str(text)) if text is not None else None
 
 
-# A stand-in for `<n>` while redacting: digits keep a credential's shape whole
-# (`Bearer <n>abc...` would otherwise hide `abc...` from the redactor's patterns).
-_NUMBER_STAND_IN = "9090909"
+# Stand-ins for the placeholders of a normalised text while scrubbing: digits keep a
+# credential's shape whole (`Bearer <n>abc...` or `hf_ab<addr>cd...` would otherwise
+# hide the rest from the scrubber's patterns).
+_STAND_INS = (("<n>", "9090909"), ("<id>", "8080808"), ("<addr>", "7070707"), ("<time>", "6060606"))
 
 
 def _clean_pattern(pattern: Any) -> str | None:
-    """A normalised error text, redacted as the text it came from would be."""
-    from .report.redact import redact
+    """A normalised error text, scrubbed as the text it came from would be."""
+    from .scrub import scrub
 
     if pattern is None:
         return None
-    return redact(str(pattern).replace("<n>", _NUMBER_STAND_IN)).replace(_NUMBER_STAND_IN, "<n>")
+    text = str(pattern)
+    for placeholder, digits in _STAND_INS:
+        text = text.replace(placeholder, digits)
+    text = scrub(text)
+    for placeholder, digits in _STAND_INS:
+        text = text.replace(digits, placeholder)
+    return text
 
 
 def build_oncall(

@@ -546,7 +546,7 @@ def secret_forms(secret: str) -> list[str]:
 
 def scrubber(secret: str | None) -> Callable[[str | None], str | None]:
     """A scrub for texts that may quote ``secret``: every escaped form of it, and credentials in general."""
-    from .report.redact import redact
+    from .scrub import scrub as scrub_credentials
 
     forms = secret_forms(secret) if secret else []
 
@@ -555,7 +555,7 @@ def scrubber(secret: str | None) -> Callable[[str | None], str | None]:
             return text
         for form in forms:
             text = text.replace(form, "***")
-        return redact(text)
+        return scrub_credentials(text)
     return scrub
 
 

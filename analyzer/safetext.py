@@ -4,7 +4,7 @@ Everything a log carries (model names, error texts, file paths, pod names) is
 untrusted. A model name such as ``"\\x1b]0;PWNED\\x07\\x1b[2J"`` would retitle and
 clear the operator's terminal if printed raw, so every string from the data goes
 through :func:`printable` (escape control characters) or :func:`terminal_text`
-(redact credentials with the report's redactor, then escape) before it is printed.
+(scrub credentials with :func:`analyzer.scrub.scrub`, then escape) before it is printed.
 """
 
 from __future__ import annotations
@@ -28,9 +28,25 @@ def printable(text: object) -> str:
     return _CONTROL.sub(_escape, s)
 
 
+# For a page: the same, less the layout characters (tab, newline, carriage return) that
+# HTML shows as white space, and less the zero-width joiners that emoji are made of.
+_PAGE_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def page_text(text: object) -> str:
+    """``text`` for an HTML page: control and bidi characters shown as escapes, layout kept.
+
+    The report's jinja environment applies it to every value it prints
+    (:func:`analyzer.report.html.template_environment`): an ESC or BEL byte from
+    the logs never reaches the page raw.
+    """
+    s = "" if text is None else str(text)
+    return _PAGE_CONTROL.sub(_escape, s)
+
+
 def terminal_text(text: object) -> str:
-    """Log text for the terminal: credentials redacted (the report's redactor), controls escaped."""
-    from .report.redact import redact
+    """Log text for the terminal: credentials scrubbed (:func:`analyzer.scrub.scrub`), controls escaped."""
+    from .scrub import scrub
 
     s = "" if text is None else str(text)
-    return printable(redact(s))
+    return printable(scrub(s))

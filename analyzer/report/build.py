@@ -65,7 +65,7 @@ from .context import (
     TopSessionsSection,
     TurnRow,
 )
-from .redact import redact, redact_json, shorten
+from ..scrub import redact, redact_json, shorten
 
 #: How many rows a breakdown shows, sessions the top list shows, turns per session.
 BREAKDOWN_LIMIT = 12
