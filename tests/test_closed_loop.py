@@ -325,6 +325,10 @@ def _expected_sizing() -> dict:
     tool_sessions = {s for s, turns in by_session.items() if any(t.tool_calls for t in turns)}
     lost = {s for s in tool_sessions if not by_session[s][-1].client_ok}
     lost_eligible = {s for s in lost if by_session[s][-1].trigger}
+    # every triggered turn ran through the proxy's ladder: the lost-to-eligible
+    # sessions were lost after it ran out of rungs, none without a ladder
+    lost_after = {s for s in lost if by_session[s][-1].trigger and not by_session[s][-1].recovered_at}
+    saved = {s for s in tool_sessions - lost if any(t.recovered_at for t in by_session[s])}
     recovered = sum(1 for e in triggered if e.recovered_at)
     return {
         "eligible_incidents": len(triggered),
@@ -335,6 +339,9 @@ def _expected_sizing() -> dict:
         "sessions_lost": len(lost),
         "sessions_lost_to_eligible": len(lost_eligible),
         "sessions_lost_to_wedged_or_down": 0,
+        "sessions_lost_without_ladder": len(lost_eligible - lost_after),
+        "sessions_lost_after_ladder": len(lost_after),
+        "sessions_saved_by_ladder": len(saved),
         "turns_per_lost_session": round(sum(len(by_session[s]) for s in lost) / len(lost), 1),
         "baseline": {"retried-ok": 0, "retried-failed": 0, "moved-on": 0, "session-ended": 0},
         "ladders": len(triggered), "recovered": recovered,
@@ -345,7 +352,8 @@ def _check_sizing(s: dict) -> None:
     want = _expected_sizing()
     for key in ("eligible_incidents", "eligible_by_trigger", "wedged_or_down_failures", "tool_sessions",
                 "sessions_affected", "sessions_lost", "sessions_lost_to_eligible",
-                "sessions_lost_to_wedged_or_down", "turns_per_lost_session", "baseline"):
+                "sessions_lost_to_wedged_or_down", "sessions_lost_without_ladder", "sessions_lost_after_ladder",
+                "sessions_saved_by_ladder", "turns_per_lost_session", "baseline"):
         assert s[key] == want[key], key
     rec = s["ladder_recovery"]
     assert (rec["ladders"], rec["recovered"]) == (want["ladders"], want["recovered"])
@@ -361,8 +369,13 @@ def _check_sizing(s: dict) -> None:
         assert r["conditional_rate"] == round(w["recovered"] / w["reached"], 4)
         assert r["cumulative_rate"] == round(w["recovered_so_far"] / w["ladders"], 4)
         assert tuple(r["cumulative_interval"]) == pytest.approx(wilson(w["recovered_so_far"], w["ladders"]), abs=1e-4)
-    saved = round(want["sessions_lost_to_eligible"] * rec["rate"])
-    assert f"about {saved} of {want['sessions_lost_to_eligible']}" in s["conclusion"]
+    # Lost after every rung failed is measured, never projected: with no session lost
+    # without a ladder, the conclusion promises nothing more.
+    assert want["sessions_lost_without_ladder"] == 0 and want["sessions_lost_after_ladder"] > 0
+    assert (f"The ladder saved {want['sessions_saved_by_ladder']} GLM tool sessions and "
+            f"{want['sessions_lost_after_ladder']} were lost after every rung it tried had failed") in s["conclusion"]
+    assert "No GLM tool session was lost to a ladder-eligible failure without the ladder" in s["conclusion"]
+    assert "would have saved" not in s["conclusion"]
 
 
 def test_the_sizing_block_matches_the_script(loop):
