@@ -161,8 +161,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if logged.get("turns"):
         pairs = ", ".join(f"logged {_t(d['logged_class'])} / derived {_t(d['derived_class'])} {d['turns']:,}"
                           for d in logged["pairs"][:3])
-        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule "
-                  f"would say otherwise for {logged['disagreements']:,}" + (f" ({pairs})" if pairs else ""))
+        verdict = (f"would say otherwise for {logged['disagreements']:,} ({pairs})" if logged["disagreements"]
+                   else "agrees on every one")
+        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule {verdict}")
     if summary["quarantined_lines"]:
         whole = " (in the whole database)" if summary.get("not_filtered") else ""
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
