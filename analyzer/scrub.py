@@ -76,6 +76,7 @@ _KEY_VALUE_RE = re.compile(
         \\"(?:(?!\\").)*\\"          # \"...\" inside a JSON string
       | "(?:[^"\\]|\\.)*"            # "..."
       | '[^']*'                      # '...'
+      | \[REDACTED\]                 # scrubbed already (scrub is idempotent)
       | ["'][^\n]*                  # a quoted value cut off (error bodies are cut at 1,000 chars)
       | (?!(?:bearer|basic|token|digest|negotiate|apikey)\s)[^\s,;&}}\]"'\\]+  # bare value (auth schemes apart)
     )"""
@@ -242,6 +243,22 @@ def scrub_json(value: Any, key: str | None = None) -> Any:
             else:
                 return json.dumps(scrub_json(inner), ensure_ascii=False)
         return scrub(value)
+    return value
+
+
+def scrub_strings(value: Any) -> Any:
+    """A copy of a JSON-ready document with :func:`scrub` applied to every string in it (keys too).
+
+    The last pass before a document is shown (``--json``, the text summary): whatever
+    field carries log or upstream text, no credential is printed. Other values
+    (numbers, None, times) are kept as they are.
+    """
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {(scrub(k) if isinstance(k, str) else k): scrub_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_strings(v) for v in value]
     return value
 
 

@@ -115,7 +115,11 @@ def summary_text(summary: dict[str, Any]) -> str:
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    """Print the summary of :func:`analyzer.summary.build_summary` for a person."""
+    """Print the summary of :func:`analyzer.summary.build_summary` for a person (every string
+    scrubbed of credentials first, :func:`analyzer.scrub.scrub_strings`)."""
+    from .scrub import scrub_strings
+
+    summary = scrub_strings(summary)
     out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else PIPED_WIDTH)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
@@ -568,8 +572,11 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 
 
 def json_text(doc: Any) -> str:
-    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end."""
-    return json.dumps(doc, indent=2, default=str) + "\n"
+    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end;
+    every string scrubbed of credentials (:func:`analyzer.scrub.scrub_strings`)."""
+    from .scrub import scrub_strings
+
+    return json.dumps(scrub_strings(doc), indent=2, default=str) + "\n"
 
 
 def print_json(doc: Any) -> None:

@@ -10,7 +10,9 @@ deadline, connecting and reading included: a server that trickles bytes cannot
 hold a run. Every failure (unreachable, past the deadline, an HTTP error,
 ``status: error``, an answer that is not the Prometheus API) raises
 :class:`~analyzer.errors.AnalyzerError` with
-:attr:`~analyzer.errors.ExitCode.UPSTREAM` and says which URL and query.
+:attr:`~analyzer.errors.ExitCode.UPSTREAM` and says which URL and query. The
+server's own texts (error bodies, warnings) are scrubbed of credentials
+(:func:`analyzer.scrub.scrub`) before they go into a message.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import httpx
 from ..urls import split_credentials
 
 from ..errors import AnalyzerError, ExitCode
+from ..scrub import scrub
 from .formats import parse_prometheus_json
 from .samples import Sample
 from .times import US, to_epoch_us
@@ -170,11 +173,12 @@ def fetch_range(
             params = {**extra_params, "query": query, "start": f"{since_us / US:.6f}", "end": f"{until_us / US:.6f}",
                       "step": f"{step_s:g}"}
             doc = _get(client, endpoint, params, url, query, float(timeout))
-            out.warnings += [f"Prometheus warning for {query}: {w}" for w in doc.get("warnings") or []]
+            # The server's own words can quote credentials (a remote store's URL or token).
+            out.warnings += [f"Prometheus warning for {query}: {scrub(str(w))}" for w in doc.get("warnings") or []]
             try:
                 out.samples += list(parse_prometheus_json(doc))
             except (ValueError, KeyError, TypeError) as exc:
-                raise AnalyzerError(f"Prometheus at {url}: unexpected answer to {query!r}: {exc}",
+                raise AnalyzerError(f"Prometheus at {url}: unexpected answer to {query!r}: {scrub(str(exc))}",
                                     ExitCode.UPSTREAM) from exc
     return out
 
@@ -206,7 +210,7 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
     except (httpx.HTTPError, httpx.StreamError, OSError, RuntimeError) as exc:
         if isinstance(exc, httpx.TimeoutException) or time.monotonic() - started >= deadline_s:
             raise late from exc
-        raise AnalyzerError(f"Prometheus at {url} is unreachable: {exc}", ExitCode.UPSTREAM) from exc
+        raise AnalyzerError(f"Prometheus at {url} is unreachable: {scrub(str(exc))}", ExitCode.UPSTREAM) from exc
     finally:
         if timer is not None:
             timer.cancel()
@@ -223,5 +227,5 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
     if doc.get("status") != "success":
         raise AnalyzerError(
             f"Prometheus at {url} answered status {doc.get('status')!r} (HTTP {resp.status_code}) to "
-            f"{query!r}: {doc.get('errorType')}: {doc.get('error')}", ExitCode.UPSTREAM)
+            f"{query!r}: {scrub(str(doc.get('errorType')))}: {scrub(str(doc.get('error')))}", ExitCode.UPSTREAM)
     return doc

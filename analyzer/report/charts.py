@@ -1,10 +1,14 @@
 """The report's plotly figures, as JSON ready for the templates.
 
 plotly renders trace names, category labels and hover text as (a subset of)
-HTML, so every string that comes from the logs goes through :func:`esc`
-(``html.escape``) before it reaches a figure: a model name or origin like
-``<img onerror=...>`` is shown as text, never parsed. The templates embed the
-figure with jinja's ``tojson``, which also escapes ``<``, ``>`` and ``&``.
+HTML, so every string that comes from the logs goes through :func:`esc` before
+it reaches a figure: ``&``, ``<`` and ``>`` become entities (a model name or
+origin like ``<img onerror=...>`` is shown as text, never parsed) and control
+characters are shown as ``\\x1b``. Quotes stay as they are: no tag can open
+without ``<``, and plotly does not decode ``&quot;`` (a label would show it).
+The templates embed the figure with jinja's ``tojson``, which escapes ``<``,
+``>``, ``&`` and ``'`` once more for the ``<script>`` element; the browser's JSON
+reading undoes that, so plotly sees the text escaped exactly once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from typing import Any, Iterable, Sequence
 
 import plotly.graph_objects as go
 
+from ..safetext import printable
+from ..scrub import scrub
 from .context import (
     Baseline,
     BreakdownRow,
@@ -48,8 +54,9 @@ _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
 def esc(text: Any) -> str:
-    """HTML-escape untrusted text for plotly (names, labels, hover text)."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """Untrusted text for plotly (names, labels, hover text): credentials scrubbed, ``&<>``
+    escaped once, controls shown escaped."""
+    return html.escape(printable(scrub(text)), quote=False)
 
 
 def _layout(**extra: Any) -> dict[str, Any]:

@@ -11,7 +11,8 @@ Conventions: times are UTC (naive ``datetime``); rates are fractions in [0, 1];
 ``*_low``/``*_high`` are 95% Wilson score bounds (the ``wilson_low``/
 ``wilson_high`` SQL macros); every piece of log text (questions, errors, tool
 arguments, keys taken from log fields) has been through
-:func:`analyzer.report.redact.redact` and is plain text: the templates escape it.
+:func:`analyzer.scrub.scrub` and is plain text: the templates escape it (and show
+control characters as ``\\xNN``, :func:`analyzer.safetext.page_text`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from ..paths import dashboards_dir
+from ..safetext import page_text
+from ..scrub import scrub
 from .context import ReportContext
 
 TEMPLATE = "report.html.j2"
@@ -82,10 +85,21 @@ FILTERS = {"num": num, "pct": pct, "interval": interval, "when": when, "change":
            "pp_change": pp_change, "size": size}
 
 
+def _finalize(value: Any) -> Any:
+    """Every value a template prints: a plain string (log text) is scrubbed of credentials
+    (:func:`analyzer.scrub.scrub`, a last pass: the context's log text is scrubbed already)
+    and has its control characters shown as escapes (:func:`analyzer.safetext.page_text`);
+    markup (``tojson`` of a chart, plotly.js) is ours."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return page_text(scrub(value))
+    return value
+
+
 def template_environment(
     templates: str | Path | None = None, environment_class: type[jinja2.Environment] = jinja2.Environment
 ) -> jinja2.Environment:
-    """The jinja2 environment over ``dashboards/`` (or ``templates``): autoescaped, strict."""
+    """The jinja2 environment over ``dashboards/`` (or ``templates``): autoescaped, strict,
+    every printed string scrubbed and its control characters escaped (:func:`_finalize`)."""
     env = environment_class(
         loader=jinja2.FileSystemLoader(str(templates or dashboards_dir())),
         autoescape=True,
@@ -93,6 +107,7 @@ def template_environment(
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_finalize,
     )
     env.filters.update(FILTERS)
     return env
