@@ -500,6 +500,34 @@ def _m008_ladder_weeks(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m009_ingest_guards(con: duckdb.DuckDBPyConnection) -> None:
+    """Source files' change time; records timed outside the log times moved to quarantine."""
+    from .ingest_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL
+
+    con.execute(
+        f"""
+        -- The file's status-change time (st_ctime) when registered: any write to it
+        -- moves it, even one whose modification time was put back; null in rows
+        -- registered before (their fingerprint decides, once).
+        ALTER TABLE source_files ADD COLUMN ctime DOUBLE;
+        -- Records an older analyzer stored with a time no log can hold (year 10000,
+        -- 0000, negative years): every later summary and report failed on them.
+        INSERT INTO quarantine
+        SELECT r.file_id, coalesce(f.path, '?'), r.line_no,
+               'timestamp ' || coalesce(left(json_extract_string(r.raw, '$.timestamp'), 40), '?')
+                 || ' is not a log time (outside {LOG_TIME_MIN} .. {LOG_TIME_MAX})',
+               left(r.raw, 200)
+        FROM records r LEFT JOIN source_files f USING (file_id)
+        WHERE NOT {LOG_TIME_SQL};
+        UPDATE source_files f SET records = f.records - q.n, quarantined = f.quarantined + q.n
+        FROM (SELECT file_id, count(*) AS n FROM records WHERE NOT {LOG_TIME_SQL} GROUP BY file_id) q
+        WHERE f.file_id = q.file_id;
+        DELETE FROM records WHERE NOT {LOG_TIME_SQL};
+        DELETE FROM build_state;
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -510,6 +538,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_metric_series", _m006_metric_series),
     ("007_ingest_pending", _m007_ingest_pending),
     ("008_ladder_weeks", _m008_ladder_weeks),
+    ("009_ingest_guards", _m009_ingest_guards),
 ]
 
 

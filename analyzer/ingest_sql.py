@@ -71,6 +71,17 @@ RECORD_STRUCT = {
 RECORD_TYPES = ("request", "response", "system_prompt")
 SNIPPET_CHARS = 200
 
+# The times a record can hold (UTC, from LOG_TIME_MIN up to, not including,
+# LOG_TIME_MAX; docs/log-format.md). DuckDB reads "10000-01-01", "0000-01-01",
+# negative years, "infinity" and "epoch" as timestamps, which Python cannot hold
+# (every later summary and report failed) or which pull the report's default week
+# to year 9999. A record timed outside is quarantined with its time. Fixed bounds,
+# not the clock's: a verdict must not depend on when a file is read (the
+# simulated weeks and benchmarks are dated ahead of some clocks).
+LOG_TIME_MIN = "2000-01-01"
+LOG_TIME_MAX = "2100-01-01"
+LOG_TIME_SQL = f"(ts >= TIMESTAMP '{LOG_TIME_MIN}' AND ts < TIMESTAMP '{LOG_TIME_MAX}')"
+
 # A kubectl stdout line: an optional multi-pod prefix (`kubectl logs --prefix`:
 # `[pod/NAME/CONTAINER] `, or stern's `NAME CONTAINER `), an optional
 # `--timestamps` stamp, then the record prefix.
@@ -153,13 +164,14 @@ judged AS (
     SELECT *,
            CASE
              -- the common case first: CASE evaluates later branches only for the rest
-             WHEN j.type IN {RECORD_TYPES} AND ts IS NOT NULL THEN 'ok'
+             WHEN j.type IN {RECORD_TYPES} AND {LOG_TIME_SQL} THEN 'ok'
              WHEN candidate IS NULL THEN CASE WHEN trim(line) = '' THEN 'blank' ELSE 'free_text' END
              WHEN trim(candidate) = '' THEN 'blank'
              WHEN j IS NULL THEN 'malformed JSON (invalid or cut-off line)'
              WHEN NOT starts_with(ltrim(candidate), '{{') THEN 'not a JSON object'
              WHEN j.type IS NULL OR j.type NOT IN {RECORD_TYPES}
                   THEN 'not a proxy record (no request/response/system_prompt type)'
+             WHEN ts IS NOT NULL THEN 'timestamp ' || left(j.timestamp, 40) || ' is not a log time (outside {LOG_TIME_MIN} .. {LOG_TIME_MAX})'
              ELSE 'no valid timestamp'
            END AS verdict
     FROM timed
@@ -304,7 +316,7 @@ WHERE s.verdict NOT IN ('ok', 'blank', 'free_text')
 # slow turns, repaired tool calls, and records it lost.
 INSERT_EVENTS = f"""
 INSERT INTO proxy_events
-SELECT try_cast(nullif(trim(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 4)), '') AS TIMESTAMPTZ)::TIMESTAMP AS ts,
+SELECT CASE WHEN {LOG_TIME_SQL} THEN ts END AS ts,  -- a stamp outside the log times: none
        coalesce(nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 1), ''),
                 nullif(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 2), ''), proxy_pod) AS proxy_pod,
        kind,
@@ -328,7 +340,8 @@ SELECT try_cast(nullif(trim(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 4))
          END AS value,
        left(event_line, 500) AS text, file_id, line_no
 FROM (
-    SELECT *, CASE
+    SELECT *, try_cast(nullif(trim(regexp_extract(event_line, '{_EVENT_PREFIX_RE}', 4)), '') AS TIMESTAMPTZ)::TIMESTAMP AS ts,
+        CASE
         WHEN contains(event_line, 'Slow completion: ') THEN 'slow-completion'
         WHEN contains(event_line, 'Normalized ') AND contains(event_line, 'tool-call argument') THEN 'normalized-arguments'
         WHEN contains(event_line, 'Log buffer exceeded ') THEN 'buffer-dropped'

@@ -1,0 +1,98 @@
+"""Hostile records a real proxy can write, through the real CLI into a real DuckDB file.
+
+A lone surrogate escape, a record of tens of megabytes, a time no log can hold,
+and a file rewritten in place with its size and modification time kept: each is
+stored or quarantined with its reason, the run and every later one completes,
+and nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from tests.support.records import at, request, response_ok
+
+
+def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANALYZER_NO_REPLAY": "1"}
+    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+
+
+def _pairs(n: int, start: int = 0, session: str = "s-1") -> list[dict]:
+    recs = []
+    for i in range(n):
+        rid = f"{0xc0000000 + start * 100 + i:08x}"
+        recs.append(request(rid, at(start + i), session=session))
+        recs.append(response_ok(rid, at(start + i + 0.01), content="answer", session=session))
+    return recs
+
+
+def _write(path: Path, recs: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in recs), encoding="utf-8")
+    return path
+
+
+def _q(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_records_timed_outside_the_log_times_are_quarantined_and_later_runs_work(tmp_path):
+    recs = _pairs(6)
+    for i, stamp in ((0, "10000-01-01T00:00:00.000000Z"), (2, "0000-01-01T00:00:00.000000Z"),
+                     (4, "-0001-01-01T00:00:00.000000Z"), (6, "9999-12-31T00:00:00.000000Z"),
+                     (8, "infinity")):
+        recs[i]["timestamp"] = stamp
+    _write(tmp_path / "logs/a.jsonl", recs)
+    db = tmp_path / "a.duckdb"
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["ingest"]["quarantined"] == 5 and summary["ingest"]["new_records"] == 7
+    reasons = dict(_q(db, "SELECT line_no, reason FROM quarantine"))
+    assert sorted(reasons) == [1, 3, 5, 7, 9]
+    assert reasons[1] == "timestamp 10000-01-01T00:00:00.000000Z is not a log time (outside 2000-01-01 .. 2100-01-01)"
+    assert "0000-01-01" in reasons[3] and "-0001-01-01" in reasons[5] and "9999-12-31" in reasons[7]
+    assert _q(db, "SELECT min(ts)::VARCHAR, max(ts)::VARCHAR FROM records")[0][0].startswith("2026-11-16")
+    # the responses of the quarantined requests are turns of their own: classified
+    assert _q(db, "SELECT count(*) FROM turns")[0][0] == 6
+    # the summary, the report's default week and a re-run all complete
+    for args in (("logs", "--db", str(db)), ("report", "--db", str(db), "-o", str(tmp_path / "r.html")),
+                 ("logs", "--db", str(db), "--json")):
+        p = _analyze(tmp_path, *args)
+        assert p.returncode == 0, (args, p.stderr)
+    assert "2026-W47" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_database_holding_such_records_is_mended_by_its_migration(tmp_path):
+    _write(tmp_path / "logs/a.jsonl", _pairs(3))
+    db = tmp_path / "a.duckdb"
+    assert _analyze(tmp_path, "logs", "--db", str(db)).returncode == 0
+    # what an analyzer before migration 009 left: a record of year 10000, which every run then failed on
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE source_files DROP COLUMN ctime")
+    con.execute("DELETE FROM _migrations WHERE name = '009_ingest_guards'")
+    con.execute("""INSERT INTO records (ts, type, request_id, session_id, truncated, file_id, line_no, raw)
+                   SELECT TIMESTAMP '10000-01-01', 'request', 'ffffffff', 's-9', false, file_id, 99,
+                          '{"timestamp": "10000-01-01T00:00:00Z", "type": "request"}' FROM source_files""")
+    con.execute("UPDATE source_files SET records = records + 1")
+    con.execute("INSERT INTO turns_dirty VALUES ('s-9')")
+    con.close()
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    assert _q(db, "SELECT line_no, reason FROM quarantine") == [
+        (99, "timestamp 10000-01-01T00:00:00Z is not a log time (outside 2000-01-01 .. 2100-01-01)")]
+    assert _q(db, "SELECT count(*), max(ts) < TIMESTAMP '2100-01-01' FROM records") == [(6, True)]
+    assert _q(db, "SELECT records, quarantined FROM source_files") == [(6, 1)]
+    assert _analyze(tmp_path, "report", "--db", str(db), "-o", str(tmp_path / "r.html")).returncode == 0
