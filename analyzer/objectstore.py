@@ -170,8 +170,10 @@ def _remote_error(exc: Exception, url: str, endpoint: str | None) -> AnalyzerErr
         return AnalyzerError(f"{where}: no S3 credentials (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
                              "or a profile with --s3-profile / AWS_PROFILE)", ExitCode.USAGE)
     if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        return AnalyzerError(f"{where}: {err.get('Code', 'error')}: {err.get('Message', '')}".rstrip(": "),
+        from .scrub import scrub
+
+        err = exc.response.get("Error", {})  # the server's words: they may quote a signature or a key
+        return AnalyzerError(scrub(f"{where}: {err.get('Code', 'error')}: {err.get('Message', '')}".rstrip(": ")),
                              ExitCode.UPSTREAM)
     if isinstance(exc, EndpointConnectionError):
         return AnalyzerError(f"{where}: cannot reach the S3 endpoint", ExitCode.UPSTREAM)

@@ -656,8 +656,9 @@ def print_forget_report(report: "ForgetReport") -> None:
 
 
 def _say(text: str = "") -> None:
-    """Print a line of the replay's text report: request ids and model names are log text, shown escaped."""
-    print(printable(text))
+    """Print a line of the replay's text report: request ids, model names and skip reasons are
+    log text, shown scrubbed and escaped."""
+    print(terminal_text(text))
 
 
 def _turn_time(ts: Any) -> str:

@@ -264,3 +264,17 @@ def test_prometheus_warnings_are_scrubbed_on_stderr_and_in_json(leaky_prometheus
     assert "Prometheus warning" in p.stderr
     assert "PROMSECRETTOKEN" not in p.stderr + p.stdout
     assert leaked(p.stdout + p.stderr) == []
+
+
+def test_an_s3_error_message_is_scrubbed():
+    """S3's own words (a denied request quoting its token or key) reach stderr scrubbed."""
+    from botocore.exceptions import ClientError
+
+    from analyzer.objectstore import _remote_error
+
+    exc = ClientError({"Error": {"Code": "AccessDenied",
+                                 "Message": "denied: X-Amz-Security-Token=S3TOKENSECRET42 for AKIASECRETKEYID12345"}},
+                      "ListObjectsV2")
+    err = _remote_error(exc, "s3://bucket/logs", "http://127.0.0.1:9")
+    assert err.exit_code == ExitCode.UPSTREAM and "AccessDenied" in str(err)
+    assert "S3TOKENSECRET42" not in str(err) and "AKIASECRETKEYID12345" not in str(err)
