@@ -82,6 +82,13 @@ LOG_TIME_MIN = "2000-01-01"
 LOG_TIME_MAX = "2100-01-01"
 LOG_TIME_SQL = f"(ts >= TIMESTAMP '{LOG_TIME_MIN}' AND ts < TIMESTAMP '{LOG_TIME_MAX}')"
 
+MALFORMED = "malformed JSON (invalid or cut-off line)"
+# A lone UTF-16 surrogate escape (`"\ud83d"`: Python's json.dumps of a broken
+# emoji), which DuckDB's JSON parser refuses: a line it made malformed is mended
+# (analyzer.ingestion.mend_surrogates) and stored. Valid pairs match too; the
+# lines are few (those left malformed), so the exact test is Python's.
+SURROGATE_ESCAPE_RE = r"\\u[dD][89a-fA-F]"
+
 # A kubectl stdout line: an optional multi-pod prefix (`kubectl logs --prefix`:
 # `[pod/NAME/CONTAINER] `, or stern's `NAME CONTAINER `), an optional
 # `--timestamps` stamp, then the record prefix.
@@ -167,7 +174,7 @@ judged AS (
              WHEN j.type IN {RECORD_TYPES} AND {LOG_TIME_SQL} THEN 'ok'
              WHEN candidate IS NULL THEN CASE WHEN trim(line) = '' THEN 'blank' ELSE 'free_text' END
              WHEN trim(candidate) = '' THEN 'blank'
-             WHEN j IS NULL THEN 'malformed JSON (invalid or cut-off line)'
+             WHEN j IS NULL THEN '{MALFORMED}'
              WHEN NOT starts_with(ltrim(candidate), '{{') THEN 'not a JSON object'
              WHEN j.type IS NULL OR j.type NOT IN {RECORD_TYPES}
                   THEN 'not a proxy record (no request/response/system_prompt type)'
@@ -187,9 +194,10 @@ _POD_OF_PREFIX = r"""coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_ex
 # costs). De-duplication follows, on the narrow key columns. A stdout copy is
 # truncated when its JSON holds the proxy's `…(+N chars)` marker; the proxy's
 # json.dumps escapes the ellipsis (`\u2026`), so both spellings count.
-STORE = f"""
+def _store(source: str) -> str:
+    return f"""
 INSERT INTO records BY NAME
-{_judged('batch_lines')}
+{_judged(source)}
 SELECT {HOT_COLUMNS},
        pfx <> '' AND (contains(candidate, '…(+') OR contains(candidate, '\\u2026(+')) AS truncated,
        file_id, line_no, candidate AS raw,
@@ -198,6 +206,9 @@ SELECT {HOT_COLUMNS},
 FROM judged
 WHERE verdict = 'ok'
 """
+
+
+STORE = _store("batch_lines")
 
 # 2. The other lines (free text, blank, bad) are judged again, which costs little:
 # they are few, or parse nothing. Bad ones go to quarantine, data lines to
@@ -209,8 +220,18 @@ SELECT file_id, line_no, verdict,
        {_POD_OF_PREFIX} AS proxy_pod,
        CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
        CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in _EVENT_WORDS)})
-            THEN left(line, 2000) END AS event_line
+            THEN left(line, 2000) END AS event_line,
+       CASE WHEN verdict = '{MALFORMED}' AND regexp_matches(line, '{SURROGATE_ESCAPE_RE}') THEN line END AS mend_line
 FROM judged
+"""
+
+# The lines mended in Python (`mended`: file_id, line_no, line) stored as STORE does,
+# in the batch's finish; they leave `rest`.
+STORE_MENDED = _store("(SELECT b.file_id, b.line_no, m.line, b.from_stdout, b.file_pod "
+                      "FROM batch_lines b JOIN mended m USING (file_id, line_no))")
+LEAVE_REST = """
+DELETE FROM rest USING (SELECT file_id, line_no FROM records WHERE ingest_batch = $batch) r
+WHERE rest.file_id = r.file_id AND rest.line_no = r.line_no
 """
 
 # REST when the store took every line of the batch as a record (a chunk folder's
@@ -218,7 +239,7 @@ FROM judged
 # again to find nothing.
 NO_REST = """
 CREATE OR REPLACE TEMP TABLE rest (file_id INTEGER, line_no BIGINT, verdict VARCHAR, proxy_pod VARCHAR,
-                                   snippet VARCHAR, event_line VARCHAR)
+                                   snippet VARCHAR, event_line VARCHAR, mend_line VARCHAR)
 """
 
 

@@ -32,6 +32,7 @@ recorded in ``skipped_files`` and costs no other file its records.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -113,6 +114,8 @@ class IngestReport:
     quarantined: int = 0
     free_text: int = 0
     proxy_events: int = 0
+    #: records stored after a lone surrogate escape in them was replaced (U+FFFD)
+    mended: int = 0
     quarantine_samples: list[dict] = field(default_factory=list)
     #: files that could not be read as logs: ``{"path", "reason"}``
     skipped_files: list[dict] = field(default_factory=list)
@@ -506,6 +509,7 @@ class _Ingest:
                     con.execute(sql.NO_REST)
                 else:
                     con.execute(sql.REST, n)
+                    inserted += self._mend(n)
                 stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(sql.BATCH_STATS, n).fetchall()}
                 bad = sum(st[1] for st in stats.values())
                 if self.strict and bad:
@@ -538,6 +542,28 @@ class _Ingest:
         r.proxy_events += events
         if self.progress:
             self.progress(min(s.done, self.total), self.total)
+
+    def _mend(self, n: dict) -> int:
+        """Store the lines left malformed only by a lone surrogate escape, it replaced by U+FFFD; return how many."""
+        con = self.con
+        rows = con.execute("SELECT file_id, line_no, mend_line FROM rest WHERE mend_line IS NOT NULL").fetchall()
+        if not rows:
+            return 0
+        mended = [(f, ln, fixed) for f, ln, line in rows if (fixed := mend_surrogates(line)) != line]
+        if not mended:
+            return 0
+        pa, _ = arrow()
+        con.register("mended", pa.table({"file_id": pa.array([m[0] for m in mended], pa.int32()),
+                                         "line_no": pa.array([m[1] for m in mended], pa.int64()),
+                                         "line": pa.array([m[2] for m in mended], pa.large_string())}))
+        try:
+            stored = con.execute(sql.STORE_MENDED, n).fetchall()[0][0]
+        finally:
+            con.unregister("mended")
+        if stored:
+            con.execute(sql.LEAVE_REST, n).fetchall()
+        self.report.mended += stored
+        return stored
 
     def _deduplicate(self, n: dict) -> int:
         """Drop this batch's copies of records stored before, or twice in it; return how many went.
@@ -628,6 +654,22 @@ class _Ingest:
         finally:
             self.con.unregister("_progress_arrow")
         self.report.files_ingested += sum(1 for p in progress if p[3])
+
+
+# A JSON escape: a surrogate pair (kept), a lone surrogate (length 6: replaced), or any
+# other escape (kept; matched whole so that `\\ud83d`, an escaped backslash, is no escape).
+_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\.",
+                     re.S)
+
+
+def mend_surrogates(line: str) -> str:
+    """``line`` with each lone UTF-16 surrogate escape (``\\ud83d`` without its pair) made ``\\ufffd``.
+
+    Python's ``json.dumps`` writes a string holding half an emoji so, and DuckDB's
+    JSON parser refuses the line: mended, the record is kept (the bad code point
+    replaced, as invalid UTF-8 is decoded).
+    """
+    return _ESCAPE.sub(lambda m: "\\ufffd" if len(m.group()) == 6 else m.group(), line)
 
 
 def _record_skipped(con: duckdb.DuckDBPyConnection, report: IngestReport, now: datetime) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from tests.support.records import at, request, response_ok
+from tests.support.records import at, request, response_ok, write_stdout
 
 
 def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -96,3 +96,29 @@ def test_a_database_holding_such_records_is_mended_by_its_migration(tmp_path):
     assert _q(db, "SELECT count(*), max(ts) < TIMESTAMP '2100-01-01' FROM records") == [(6, True)]
     assert _q(db, "SELECT records, quarantined FROM source_files") == [(6, 1)]
     assert _analyze(tmp_path, "report", "--db", str(db), "-o", str(tmp_path / "r.html")).returncode == 0
+
+
+def test_a_lone_surrogate_escape_is_replaced_and_the_record_kept(tmp_path):
+    recs = _pairs(3)
+    recs[1]["content"] = "broken \ud83d emoji"  # json.dumps writes "broken \\ud83d emoji"
+    recs[2]["user_message_this_turn"] = "half \udc00 and a whole \U0001f600"
+    line = json.dumps(recs[1])
+    assert "\\ud83d" in line
+    _write(tmp_path / "logs/s3/2026-11-16/14-00-00-proxy-1-abcdef12.jsonl", recs)
+    write_stdout(tmp_path / "logs/kubectl/pod.log", recs[:2])  # the stdout copies: the same records
+    db = tmp_path / "a.duckdb"
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    ing = json.loads(p.stdout)["ingest"]
+    assert ing["quarantined"] == 0 and ing["new_records"] == 6 and ing["mended"] == 3
+    assert _q(db, "SELECT count(*) FROM quarantine") == [(0,)]
+    assert _q(db, "SELECT raw ->> 'content', content_chars FROM records WHERE request_id = 'c0000000' AND type = 'response'") == [
+        ("broken \ufffd emoji", 14)]
+    assert _q(db, "SELECT raw ->> 'user_message_this_turn' FROM records WHERE request_id = 'c0000001' AND type = 'request'") == [
+        ("half \ufffd and a whole \U0001f600",)]
+    # every turn classified, the mended response's among them
+    assert _q(db, "SELECT count(*), count(*) FILTER (WHERE request_id = 'c0000000' AND incident_class IS NOT NULL) "
+                  "FROM turns") == [(3, 1)]
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["ingest"]["new_records"] == 0
+    assert _q(db, "SELECT count(*) FROM records") == [(6,)]
