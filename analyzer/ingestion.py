@@ -144,18 +144,21 @@ class _Todo:
 
 
 def not_known_unchanged(con: duckdb.DuckDBPyConnection, files: list[SourceFile]) -> list[SourceFile]:
-    """The ``files`` an ingest would look into: not registered complete with this size and modification time.
+    """The ``files`` an ingest would look into: not registered complete with this size, modification and change time.
 
-    A re-run over thousands of known chunks finds them unchanged from these three
-    columns (the others are fetched only when some file is new, part-read or changed).
+    A re-run over thousands of known chunks finds them unchanged from these
+    columns, reading no file (the others are fetched only when some file is new,
+    part-read or changed). The change time (st_ctime) moves with any write, even
+    one whose modification time was put back afterwards: such a file is looked
+    into, and its fingerprint tells (:func:`_plan`).
     """
-    quick = {path: (size, mtime, complete) for path, size, mtime, complete in con.execute(
-        "SELECT path, size_bytes, mtime, complete FROM source_files").fetchall()}
+    quick = {path: (size, mtime, complete, ctime) for path, size, mtime, complete, ctime in con.execute(
+        "SELECT path, size_bytes, mtime, complete, ctime FROM source_files").fetchall()}
     pending = []
     for f in files:
         prev = quick.get(f.path)
         if not (prev is not None and f._form != STDIN and prev[2] is not False and prev[0] == f.size
-                and prev[1] == f.mtime):
+                and prev[1] == f.mtime and prev[3] == f.ctime and f.ctime is not None):
             pending.append(f)
     return pending
 
@@ -180,15 +183,16 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
             continue
         file_id, size, mtime, fp, bytes_done, lines_done, complete = prev
         if complete is False:
-            if f.fingerprint() == fp:
+            if f.fingerprint_matches(fp):
                 report.files_resumed += 1
                 todo.append(_Todo(f, file_id, bytes_done or 0, lines_done or 0))
             else:
                 todo.append(_Todo(f, file_id))
             continue
-        # (size and time as registered were told unchanged above)
-        if size == f.size and fp == f.fingerprint():
-            con.execute("UPDATE source_files SET mtime = ? WHERE file_id = ?", [f.mtime, file_id])
+        # A complete file whose size, modification or change time moved: unchanged if its
+        # content is (a copy, a touch, a chmod), else read again.
+        if size == f.size and f.fingerprint_matches(fp):
+            con.execute("UPDATE source_files SET mtime = ?, ctime = ? WHERE file_id = ?", [f.mtime, f.ctime, file_id])
             report.files_unchanged += 1
             continue
         todo.append(_Todo(f, file_id))  # changed (a growing stdout log): read again; dedup keeps it single
@@ -591,13 +595,13 @@ class _Ingest:
 
     def _registry_rows(self, batch: LineBatch) -> dict[str, list]:
         """The registry columns of a batch's files, taken when it is cut (the next batch sees them registered)."""
-        cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "fingerprint",
-                                                 "is_new", "reset")}
+        cols: dict[str, list] = {k: [] for k in ("file_id", "path", "form", "size_bytes", "mtime", "ctime",
+                                                 "fingerprint", "is_new", "reset")}
         for st in batch.files.values():
             f = st.todo.source
             for k, v in (("file_id", st.file_id), ("path", f.path), ("form", f.form), ("size_bytes", f.size),
-                         ("mtime", f.mtime), ("fingerprint", f.fingerprint()), ("is_new", not st.registered),
-                         ("reset", st.registered and st.reset)):
+                         ("mtime", f.mtime), ("ctime", f.ctime), ("fingerprint", f.fingerprint()),
+                         ("is_new", not st.registered), ("reset", st.registered and st.reset)):
                 cols[k].append(v)
             st.registered, st.reset = True, False
         return cols
@@ -616,14 +620,16 @@ class _Ingest:
             self.con.unregister("_batch_files_arrow")
         self.con.execute(
             """INSERT INTO source_files (file_id, path, form, size_bytes, mtime, fingerprint, lines, records,
-                                         quarantined, free_text, ingested_at, bytes_done, lines_done, complete)
-               SELECT file_id, path, form, size_bytes, mtime, fingerprint, 0, 0, 0, 0, $now, 0, 0, false
+                                         quarantined, free_text, ingested_at, bytes_done, lines_done, complete,
+                                         ctime)
+               SELECT file_id, path, form, size_bytes, mtime, fingerprint, 0, 0, 0, 0, $now, 0, 0, false, ctime
                FROM batch_files WHERE is_new""", {"now": self.now})
         if any(cols["reset"]):
             self.con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM batch_files WHERE reset)")
             self.con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM batch_files WHERE reset)")
             self.con.execute(
                 """UPDATE source_files s SET size_bytes = b.size_bytes, mtime = b.mtime, fingerprint = b.fingerprint,
+                          ctime = b.ctime,
                           lines = 0, records = 0, quarantined = 0, free_text = 0, complete = false
                    FROM batch_files b WHERE b.reset AND s.file_id = b.file_id""")
 

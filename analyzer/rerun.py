@@ -12,8 +12,10 @@ command run again would print, and the state it was printed from:
   terminal variables, the time zone and the locale);
 - the code: the stat of every module and query of the analyzer, of DuckDB and of
   rich, and the Python that runs them;
-- the inputs: every file discovery finds, with the size and modification time the
-  ingest's own "unchanged" test reads (``source_files``), and nothing skipped;
+- the inputs: every file discovery finds, with the size, modification and change
+  times the ingest's own "unchanged" test reads (``source_files``), and nothing
+  skipped (a file rewritten with its modification time put back has a new change
+  time);
 - the database file: its device, inode, size, modification and change times and its
   first 12 KiB (DuckDB's headers, whose checkpoint count moves with every change),
   and no write-ahead log beside it (uncheckpointed changes live there). The run
@@ -111,7 +113,7 @@ def state(files: list[str], db: Path | None, json_out: bool, discovered, databas
     for f in discovered.files:
         if f.path.startswith("<stdin"):
             return None
-        inputs.update(f"{f.path}\0{f.size}\0{f.mtime!r}\n".encode("utf-8", "surrogateescape"))
+        inputs.update(f"{f.path}\0{f.size}\0{f.mtime!r}\0{f.ctime!r}\n".encode("utf-8", "surrogateescape"))
     return {
         "command": _command(files, db, json_out),
         "environment": {k: v for k, v in sorted(os.environ.items())

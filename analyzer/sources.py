@@ -78,6 +78,9 @@ class SourceFile:
     separator: bytes | None = None
     text_form: str | None = None  # standard input: the text form its first bytes showed
     head: bytes | None = None  # standard input: the bytes read to tell its form
+    #: the status-change time (st_ctime) discovery saw: any write moves it, even
+    #: one whose modification time was put back (None: not known)
+    ctime: float | None = None
 
     def _read_head(self) -> None:
         # Only the head: the fingerprint is taken where the file is read anyway (a
@@ -111,19 +114,60 @@ class SourceFile:
         return self._form  # type: ignore[return-value]
 
     def fingerprint(self) -> str:
-        """sha256 of the size and the first and last 64 KiB: cheap change detection."""
+        """A hash of the size and the content: whole up to 1 MiB, else sampled (:func:`fingerprint_of`)."""
         if self._fingerprint is None:
-            try:
-                with open(self.path, "rb") as f:
-                    self._fingerprint = _fingerprint(f, self.size)
-            except OSError as exc:
-                raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
+            self._fingerprint = self._read_fingerprint(_fingerprint)
         return self._fingerprint
 
+    def fingerprint_matches(self, stored: str | None) -> bool:
+        """Whether ``stored`` (a registry's fingerprint, of either method) is this file's now."""
+        if not stored:
+            return False
+        if stored.startswith(_FP_V2):
+            return self.fingerprint() == stored
+        return self._read_fingerprint(_fingerprint_v1) == stored  # registered before the sampled one
 
-def _fingerprint(f, size: int, head: bytes | None = None) -> str:
+    def _read_fingerprint(self, method) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                return method(f, self.size)
+        except OSError as exc:
+            raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+# The fingerprint: sha256 of the size and of the whole content up to _FP_WHOLE
+# bytes (every S3 chunk: ~100 KB), else of the first and last 64 KiB and
+# _FP_SAMPLES blocks of _FP_SAMPLE bytes evenly spaced between. It is taken when a
+# file is read (from the bytes in memory for a small one) and compared only when
+# a file's size, modification or change time differ from its registry row's
+# (analyzer.ingestion._plan), so it costs a re-run over known files nothing.
+_FP_V2 = "2:"
+_FP_WHOLE = 1024 * 1024
+_FP_SAMPLES = 16
+_FP_SAMPLE = 4096
+
+
+def _fp_spans(size: int) -> list[tuple[int, int]]:
+    """The (offset, length) spans of a file of ``size`` bytes that its fingerprint hashes."""
+    if size <= _FP_WHOLE:
+        return [(0, size)]
+    step = (size - 2 * _PEEK - _FP_SAMPLE) / (_FP_SAMPLES + 1)
+    middle = [(_PEEK + int(step * k), _FP_SAMPLE) for k in range(1, _FP_SAMPLES + 1)]
+    return [(0, _PEEK), *middle, (size - _PEEK, _PEEK)]
+
+
+def _fingerprint(f, size: int) -> str:
     h = hashlib.sha256(str(size).encode())
-    h.update(head if head is not None else f.read(_PEEK))
+    for offset, length in _fp_spans(size):
+        f.seek(offset)
+        h.update(f.read(length))
+    return _FP_V2 + h.hexdigest()
+
+
+def _fingerprint_v1(f, size: int) -> str:
+    """The fingerprint of registry rows written before the sampled one: size, first and last 64 KiB."""
+    h = hashlib.sha256(str(size).encode())
+    h.update(f.read(_PEEK))
     if size > 2 * _PEEK:
         f.seek(-_PEEK, os.SEEK_END)
         h.update(f.read(_PEEK))
@@ -134,10 +178,9 @@ def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     """:meth:`SourceFile.fingerprint` of a file whose whole content is ``data`` (``size``: its stat size)."""
     view = memoryview(data)
     h = hashlib.sha256(str(size).encode())
-    h.update(view[:_PEEK])
-    if size > 2 * _PEEK:
-        h.update(view[-_PEEK:])
-    return h.hexdigest()
+    for offset, length in _fp_spans(size):
+        h.update(view[offset:offset + length])
+    return _FP_V2 + h.hexdigest()
 
 
 def starts_packed(path: str) -> bool:
@@ -400,7 +443,7 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
                 continue
             # (a file that cannot be read is skipped when first opened: no extra
             # system call here for the thousands of known ones)
-            out.files.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime))
+            out.files.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime, ctime=st.st_ctime))
     return out
 
 

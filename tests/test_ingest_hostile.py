@@ -19,8 +19,10 @@ import duckdb
 from tests.support.records import at, request, response_ok, write_stdout
 
 
-def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ANALYZER_NO_REPLAY": "1"}
+def _analyze(cwd: Path, *args: str, timeout: int = 180, replay: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "ANALYZER_NO_REPLAY"}
+    if not replay:
+        env["ANALYZER_NO_REPLAY"] = "1"
     return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env=env)
 
@@ -122,3 +124,58 @@ def test_a_lone_surrogate_escape_is_replaced_and_the_record_kept(tmp_path):
     p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["ingest"]["new_records"] == 0
     assert _q(db, "SELECT count(*) FROM records") == [(6,)]
+
+
+def _session_file(path: Path, session: str, pairs: int) -> Path:
+    recs = []
+    for i in range(pairs):
+        rid = f"{i:08x}"
+        recs.append(request(rid, at(i * 0.1), session=session, question="q" * 300))
+        recs.append(response_ok(rid, at(i * 0.1 + 0.01), content="a" * 300, session=session))
+    return _write(path, recs)
+
+
+def _rewrite_keeping_size_and_mtime(path: Path, after: int, old: str, new: str) -> None:
+    """Records from byte ``after`` on get session ``new`` for ``old`` (as long): same size, mtime put back."""
+    st = path.stat()
+    data = path.read_bytes()
+    changed = data[:after] + data[after:].replace(old.encode(), new.encode())
+    assert len(changed) == len(data) and changed != data
+    path.write_bytes(changed)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_file_rewritten_with_its_size_and_mtime_kept_is_read_again(tmp_path):
+    small = _session_file(tmp_path / "logs/small.jsonl", "s-small", 20)  # < 64 KiB
+    gap = _session_file(tmp_path / "logs/gap.jsonl", "s-gapp", 50)  # 64..128 KiB: past the first 64 KiB
+    big = _session_file(tmp_path / "logs/big.jsonl", "s-bigg", 3000)  # > 1 MiB: sampled
+    assert small.stat().st_size < 65536 < gap.stat().st_size < 131072 and big.stat().st_size > 2 * 2**20
+    db = tmp_path / "a.duckdb"
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["ingest"]["new_records"] == 2 * (20 + 50 + 3000)
+    _rewrite_keeping_size_and_mtime(small, 0, "s-small", "s-smal2")
+    _rewrite_keeping_size_and_mtime(gap, 70000, "s-gapp", "s-gap2")
+    _rewrite_keeping_size_and_mtime(big, 2**20, "s-bigg", "s-big2")  # the second MiB on
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=True)  # no replay of the last output
+    assert p.returncode == 0, p.stderr
+    ing = json.loads(p.stdout)["ingest"]
+    assert ing["files_ingested"] == 3 and ing["files_unchanged"] == 0
+    rows = dict(_q(db, "SELECT session_id, count(*) FROM records GROUP BY ALL"))
+    assert rows["s-smal2"] == 40 and rows["s-small"] == 40  # the old records stay; the new ones are added
+    assert rows["s-gap2"] > 0 and rows["s-big2"] > 0
+    total = sum(rows.values())
+    # nothing stored twice: a re-run (replayed or in full), a touch and a chmod read nothing new
+    for step in ("again", "touch", "chmod"):
+        if step == "touch":
+            os.utime(big, None)
+        if step == "chmod":
+            os.chmod(gap, 0o600)
+        for replay in (True, False):
+            p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=replay)
+            assert p.returncode == 0, p.stderr
+            assert json.loads(p.stdout)["ingest"]["new_records"] == 0, (step, replay)
+    assert _q(db, "SELECT count(*) FROM records") == [(total,)]
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert json.loads(p.stdout)["ingest"]["files_unchanged"] == 3
