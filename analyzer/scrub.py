@@ -87,10 +87,10 @@ _DUCKDB_SECRET_RE = re.compile(r"(?i)\b(KEY_ID|SECRET|SESSION_TOKEN)(\s+)'[^']*'
 _BEARER_RE = re.compile(r"""(?i)\b(Bearer\s+)[^\s"',;\\]+""")
 # `Basic <base64 of user:password>` anywhere (not only after Authorization:): redacted when
 # the base64 decodes to printable text holding a colon, so "Basic authentication" stays.
-_BASIC_RE = re.compile(r"(?i)\b(Basic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC_RE = re.compile(r"(?i)\b(Basic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=]|\[REDACTED\])")
 # Command-line flags: --password X, --password=X, --api-key 'X', --token X.
 _FLAG_RE = re.compile(
-    r"""(?i)(?<![a-z0-9])(--?[a-z0-9-]*(?:password|passwd|secret|token|api-key|apikey)\s*(?:=|\s)\s*)("[^"]*"|'[^']*'|[^\s"']+)""")
+    r"""(?i)(?<![a-z0-9])(--?[a-z0-9-]*(?:password|passwd|secret|token|api-key|apikey)\s*(?:=|\s)\s*)((?:"[^"]*"|'[^']*')[^\s"']*|[^\s"']+)""")
 # URL-encoded pairs: access_token%3DVALUE (up to & or %26), also after %26 or %3F.
 _URLENC_RE = re.compile(
     rf"""(?ix)((?:(?<=%26)|(?<=%3f)|(?<![a-z0-9_-])){_KEY_NAME}%3d)((?:(?!%26)[^&\s"'])+)""")
@@ -137,8 +137,8 @@ _JWT_RE = re.compile(_TOKEN_START + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[
 # taken whole); failing that, to the first `@` of the word. Without a colon the whole
 # user info goes (`https://TOKEN@github.com`).
 _URL_USERINFO_RE = re.compile(
-    r"""(?i)\b([a-z][a-z0-9+.-]*://)"""
-    r"""(?:([^\s:/?#@"'<>\\]*):(?:[^\s"'<>?#\\]*@(?=[a-z0-9\[])|[^\s"'<>\\]*?@)"""
+    r"""(?i)\b([a-z][a-z0-9+.-]{0,30}:(?://|\\/\\/))"""  # a bounded scheme (linear time); `:\/\/` in JSON
+    r"""(?:([^\s:/?#@"'<>\\]*):(?:(?:[^\s"'<>?#\\]|\\/)*@(?=[a-z0-9\[])|(?:[^\s"'<>\\]|\\/)*?@)"""
     r"""|[^\s:/?#@"'<>\\]+@(?=[a-z0-9\[]))"""
 )
 
@@ -191,12 +191,24 @@ def scrub(text: Any) -> Any:
         return text
     if not isinstance(text, str):
         text = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else str(text)
+    # A redaction can make a neighbour match a pattern it did not match before (the
+    # patterns overlap): scrub again until nothing changes. A text without credentials,
+    # by far the most, takes one pass.
+    for _ in range(4):
+        scrubbed = _scrub_once(text)
+        if scrubbed == text:
+            break
+        text = scrubbed
+    return text
+
+
+def _scrub_once(text: str) -> str:
     # Each pattern runs only when the words it needs are there (plain substring tests
     # are ~100 times cheaper than a case-insensitive scan of a long error text).
     low = text.lower()
     if "-----begin " in low:
         text = _PEM_RE.sub(_pem, text)
-    if "://" in text and "@" in text:
+    if "@" in text and ("://" in text or ":\\/\\/" in text):
         text = _URL_USERINFO_RE.sub(_userinfo, text)
     if "bearer" in low:
         text = _BEARER_RE.sub(lambda m: m.group(1) + REDACTED, text)

@@ -278,3 +278,14 @@ def test_an_s3_error_message_is_scrubbed():
     err = _remote_error(exc, "s3://bucket/logs", "http://127.0.0.1:9")
     assert err.exit_code == ExitCode.UPSTREAM and "AccessDenied" in str(err)
     assert "S3TOKENSECRET42" not in str(err) and "AKIASECRETKEYID12345" not in str(err)
+
+
+@pytest.mark.parametrize("text", ["a." * 20000 + "://x y@", "http://" + "a:" * 20000 + "@", "a_" * 20000 + "token",
+                                  "-----BEGIN RSA PRIVATE KEY-----" + "-----END X" * 5000, "api_key: " + "\\" * 40000])
+def test_scrub_takes_linear_time_on_hostile_shapes(text):
+    """40,000 characters in well under a second (a quadratic pattern took seconds here)."""
+    import time
+
+    started = time.perf_counter()
+    scrub(text)
+    assert time.perf_counter() - started < 1.0
