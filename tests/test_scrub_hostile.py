@@ -88,6 +88,7 @@ def test_every_form_is_scrubbed_and_the_context_stays(name):
     ("git clone https://ghtoken1234@github.com/x/y", "git clone https://[REDACTED]@github.com/x/y"),
     ("x https://u:pa?ss@host y", "x https://u:[REDACTED]@host y"),
     ("http://127.0.0.1:9090/api/v1/query?query=up", "http://127.0.0.1:9090/api/v1/query?query=up"),
+    (r'{"dsn": "postgres:\/\/admin:p@ss\/w+rd@db:5432\/app"}', r'{"dsn": "postgres:\/\/admin:[REDACTED]@db:5432\/app"}'),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAA",  # cut off before its END
      "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]-----END OPENSSH PRIVATE KEY-----"),
     ("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
