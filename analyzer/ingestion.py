@@ -116,6 +116,8 @@ class IngestReport:
     proxy_events: int = 0
     #: records stored after a lone surrogate escape in them was replaced (U+FFFD)
     mended: int = 0
+    #: lines over ANALYZER_MAX_LINE_BYTES, quarantined without being held (counted in ``quarantined`` too)
+    long_lines: int = 0
     quarantine_samples: list[dict] = field(default_factory=list)
     #: files that could not be read as logs: ``{"path", "reason"}``
     skipped_files: list[dict] = field(default_factory=list)
@@ -379,7 +381,9 @@ class _Ingest:
         return todo.new_id
 
     def _long_line(self, state: _FileState, piece: LongLine) -> None:
-        reason = f"line longer than {piece.length:,} bytes (limit ANALYZER_MAX_LINE_BYTES): not kept"
+        reason = (f"line of {piece.length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
+                  "what DuckDB stores within its memory limit): not kept")
+        self.report.long_lines += 1
         head = piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS]
         if self.strict:
             raise InputError(f"{state.todo.source.path}:{piece.line_no}: {reason} (--strict)", ExitCode.BAD_INPUT)

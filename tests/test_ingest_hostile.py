@@ -179,3 +179,24 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_read_again(tmp_path):
     assert _q(db, "SELECT count(*) FROM records") == [(total,)]
     p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
     assert json.loads(p.stdout)["ingest"]["files_unchanged"] == 3
+
+
+def test_a_55_mib_record_is_quarantined_with_its_size_and_the_rest_is_stored(tmp_path):
+    import resource
+
+    recs = _pairs(3)
+    recs[1]["content"] = "x" * (55 * 2**20)  # a valid record: one huge answer
+    _write(tmp_path / "logs/a.jsonl", recs)
+    _write(tmp_path / "logs/b.jsonl", _pairs(3, start=10, session="s-2"))
+    db = tmp_path / "a.duckdb"
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    ing = json.loads(p.stdout)["ingest"]
+    assert (ing["new_records"], ing["quarantined"], ing["long_lines"], ing["files_ingested"]) == (11, 1, 1, 2)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1024 * 1024  # KB: under 1 GB
+    (line_no, reason), = _q(db, "SELECT line_no, reason FROM quarantine")
+    assert line_no == 2 and reason.startswith("line of 57,67") and "ANALYZER_MAX_LINE_BYTES" in reason
+    assert _q(db, "SELECT count(*) FROM turns") == [(6,)]
+    p = _analyze(tmp_path, "logs", "--db", str(db))
+    assert p.returncode == 0 and "1 malformed lines quarantined" in p.stdout and "line of 57,67" in p.stdout
+    assert _q(db, "SELECT count(*) FROM records") == [(11,)] and _q(db, "SELECT count(*) FROM quarantine") == [(1,)]
