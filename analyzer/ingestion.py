@@ -178,6 +178,7 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
         ).fetchall()
     }
     todo = []
+    touched: list[tuple] = []  # (file_id, mtime, ctime) of files found unchanged by their fingerprint
     for f in pending:
         prev = known.get(f.path)
         if prev is None or f._form == STDIN:  # (`f.form` would read every known file's head)
@@ -194,10 +195,20 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
         # A complete file whose size, modification or change time moved: unchanged if its
         # content is (a copy, a touch, a chmod), else read again.
         if size == f.size and f.fingerprint_matches(fp):
-            con.execute("UPDATE source_files SET mtime = ?, ctime = ? WHERE file_id = ?", [f.mtime, f.ctime, file_id])
+            touched.append((file_id, f.mtime, f.ctime))
             report.files_unchanged += 1
             continue
         todo.append(_Todo(f, file_id))  # changed (a growing stdout log): read again; dedup keeps it single
+    if touched:  # one statement (a chmod -R of 9,834 chunks: 12.7 s one UPDATE each)
+        pa, _ = arrow()
+        con.register("_touched", pa.table({"file_id": pa.array([t[0] for t in touched], pa.int32()),
+                                           "mtime": pa.array([t[1] for t in touched], pa.float64()),
+                                           "ctime": pa.array([t[2] for t in touched], pa.float64())}))
+        try:
+            con.execute("UPDATE source_files s SET mtime = t.mtime, ctime = t.ctime FROM _touched t "
+                        "WHERE s.file_id = t.file_id").fetchall()
+        finally:
+            con.unregister("_touched")
     return todo
 
 
