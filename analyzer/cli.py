@@ -200,6 +200,30 @@ def forget_cmd(
     forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
 
 
+@app.command("alerts")
+def alerts_cmd(
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="File to write [default: stdout]."),
+    unit_tests: Optional[Path] = typer.Option(None, "--unit-tests", metavar="FILE", help="Also write promtool unit tests for --output (promtool test rules FILE)."),
+    fmt: str = typer.Option("rules", "--format", metavar="FORMAT", help="rules (a Prometheus rule_files file) or prometheusrule (a PrometheusRule object for the Prometheus operator)."),
+    wedge_window: Optional[str] = typer.Option(None, "--wedge-window", metavar="DURATION", help="A flat generation counter this long with demand is a wedge; the alerts' for: [default: 5m]."),
+    evaluation_interval: Optional[str] = typer.Option(None, "--evaluation-interval", metavar="DURATION", help="The rule group's interval [default: 30s]."),
+    scrape_interval: Optional[str] = typer.Option(None, "--scrape-interval", metavar="DURATION", help="How often Prometheus scrapes vLLM; a hole of 3 scrapes restarts the wedge's for: [default: 30s]."),
+    prometheus_selector: Optional[str] = typer.Option(None, "--prometheus-selector", metavar="MATCHERS", help='Label matchers added to every series selector, e.g. namespace="llm",job="vllm".'),
+    pod_label: Optional[str] = typer.Option(None, "--pod-label", metavar="LABEL", help="The label naming the vLLM pod: pod, exported_pod (behind an aggregating exporter), kubernetes_pod_name or pod_name [default: pod]."),
+    runbook_url: Optional[str] = typer.Option(None, "--runbook-url", metavar="URL", help="Where docs/runbook.md is served (the annotations link its sections) [default: docs/runbook.md]."),
+    name: str = typer.Option("vllm-wedge", "--name", metavar="NAME", help="--format prometheusrule: the object's name."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", metavar="NAMESPACE", help="--format prometheusrule: the object's namespace."),
+    object_label: Optional[List[str]] = typer.Option(None, "--object-label", metavar="KEY=VALUE", help="--format prometheusrule: a label of the object, for the operator's ruleSelector (repeatable)."),
+) -> None:
+    """Write the wedge rule as Prometheus alerting rules (VLLMPodWedged, VLLMPodDown)."""
+    from .commands.alerts import alerts_command
+
+    alerts_command(output=output, unit_tests=unit_tests, fmt=fmt, wedge_window=wedge_window,
+                   evaluation_interval=evaluation_interval, scrape_interval=scrape_interval,
+                   selector=prometheus_selector, pod_label=pod_label, runbook_url=runbook_url, name=name,
+                   namespace=namespace, object_labels=object_label)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The command line through typer: every command (the console script is :mod:`analyzer.launch`)."""
     args = list(sys.argv[1:] if argv is None else argv)
