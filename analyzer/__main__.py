@@ -1,5 +1,5 @@
-"""``python -m analyzer``: the ``analyze`` command (:mod:`analyzer.launch`)."""
+"""``python -m analyzer``: the ``analyze`` command (:func:`analyzer.cli.main`)."""
 
-from .launch import main
+from .cli import main
 
 main()

@@ -9,23 +9,10 @@ import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
-from .commands.loading import modules_loading
+import typer
+
 from .errors import AnalyzerError, ExitCode
-from .launch import guarded
-
-with modules_loading():  # typer's objects live until exit: no collector walks over them
-    import typer
-    from typer.core import TyperArgument as _TyperArgument
-
-# Typer prints an argument's Python type beside its metavar (`FILES <list[str]>`);
-# the metavar and the help say it better.
-_TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
-
-# Plain option values (text, lists of text, paths) are coerced without pydantic:
-# importing it took a third of a re-run that finds nothing new (analyzer.cli_coercion).
-from .cli_coercion import install as _coerce_plain_values_without_pydantic  # noqa: E402
-
-_coerce_plain_values_without_pydantic()
+from .exits import guarded
 
 app = typer.Typer(
     add_completion=False,
@@ -225,7 +212,7 @@ def alerts_cmd(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The command line through typer: every command (the console script is :mod:`analyzer.launch`)."""
+    """The ``analyze`` console script (and ``python -m analyzer``): every command, through typer."""
     args = list(sys.argv[1:] if argv is None else argv)
     guarded(lambda: app(args=_route(args), prog_name="analyze", standalone_mode=False))
 

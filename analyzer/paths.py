@@ -30,8 +30,7 @@ def _resource_dir(name: str) -> Path:
 def code_files() -> list[Path]:
     """The files whose code and SQL make the analyzer's output: its modules and its queries, sorted.
 
-    What a change of the code is told by (:mod:`analyzer.summary_cache` hashes their
-    bytes, :mod:`analyzer.rerun` their stat).
+    What a change of the code is told by (:mod:`analyzer.summary_cache` hashes their bytes).
     """
     package = Path(__file__).resolve().parent
     return sorted([*package.rglob("*.py"), *queries_dir().glob("*.sql")])

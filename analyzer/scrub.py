@@ -7,7 +7,7 @@ answers) can carry credentials: agents pass S3 keys to a SQL tool, models write
 shown goes through :func:`scrub` (or :func:`scrub_json` for parsed JSON): the
 terminal summary and ``--json`` (via :mod:`analyzer.safetext` and
 :mod:`analyzer.oncall`), the HTML report (:mod:`analyzer.report.build`), errors
-and warnings on stderr (:mod:`analyzer.launch`, :mod:`analyzer.terminal`) and
+and warnings on stderr (:mod:`analyzer.exits`, :mod:`analyzer.terminal`) and
 the replay's stored texts (:mod:`analyzer.replay`). The database keeps the raw
 records: they are the operator's own data.
 

@@ -3,8 +3,7 @@
 Each module opens the database, calls the library (which returns data and
 raises errors in its own terms) and prints the result through
 :mod:`analyzer.terminal` (or as JSON). :mod:`analyzer.cli` parses the options
-and calls these (:mod:`analyzer.launch` parses the plain main job itself and calls
-:mod:`.run`); nothing else lives here.
+and calls these; nothing else lives here.
 
 - :mod:`.run`: ``analyze FILES...`` / ``analyze run`` (the main job, the stored summary, ``--fail-on``)
 - :mod:`.sql`: ``analyze sql``
@@ -14,5 +13,4 @@ and calls these (:mod:`analyzer.launch` parses the plain main job itself and cal
 - :mod:`.replay`: ``analyze replay``
 - :mod:`.forget`: ``analyze forget``
 - :mod:`.options`: what they share (library errors worded with the option names, the database path)
-- :mod:`.loading`: importing a command's modules while the cyclic garbage collector waits
 """

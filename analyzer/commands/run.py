@@ -7,17 +7,25 @@ database holds. ``--fail-on`` thresholds are checked after the summary is printe
 from __future__ import annotations
 
 import sys
-from importlib import import_module
 from pathlib import Path
 
+from ..db import connect_writer
 from ..errors import AnalyzerError, ExitCode, InputError
+from ..holdings import changes, holdings, plan_wedge_window, store_wedge_window
+from ..ingestion import ingest
+from ..metrics import parse_duration, recompute_windows
+from ..metrics.ahead import StagingAhead, worth_staging_ahead
+from ..metrics.progress import metrics_progress
+from ..metrics.prometheus import parse_selector
+from ..metrics.readers import check_metric_paths
+from ..oncall import check_fail_on, parse_fail_on
+from ..pipeline import load_run_metrics, summarize_stored
 from ..safetext import terminal_text
-from .loading import modules_loading
+from ..sources import discover_inputs
+from ..summary import parse_range
+from ..terminal import byte_progress, json_text, print_ingest_diagnostics, print_json, print_summary, summary_text, warn
+from ..turns import check_caller_deadline, refresh_turns
 from .options import existing_db, naming
-
-# What _job imports, loaded with the others while the collector waits (commands.loading).
-_JOB_MODULES = ("analyzer.holdings", "analyzer.ingestion", "analyzer.metrics.progress", "analyzer.pipeline",
-                "analyzer.terminal", "analyzer.turns")
 
 # The library's parameters as `analyze run` spells them.
 _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
@@ -42,21 +50,16 @@ def run(
     caller_deadline_s: float | None = None,
     prometheus_selector: str | None = None,
     prometheus_timeout: str = "60s",
-    record_rerun: bool = False,
 ) -> dict:
     """The main job, or the stored summary when there is nothing to read; then ``--fail-on``.
 
     Returns the summary dict (printed as tables, or JSON with ``json_out``).
-    ``record_rerun``: see :func:`run_main_job` (ignored with ``fail_on``, which
-    the plain command line never gives).
 
     Raises:
         AnalyzerError: a bad option (usage), a threshold crossed (exit 7), ...
     """
     thresholds = []
-    if fail_on:  # analyzer.oncall (and analyzer.online with it) only when asked: a re-run starts faster
-        from ..oncall import parse_fail_on
-
+    if fail_on:
         with naming(specs="--fail-on"):
             thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
     with naming(**_FLAGS):
@@ -64,15 +67,12 @@ def run(
             summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
                                             wedge_window=wedge_window, save_wedge_window=save_wedge_window)
         else:
-            record_rerun = record_rerun and not thresholds
             summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=models,
                                    since=since, until=until, metrics=metrics, wedge_window=wedge_window,
                                    save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
                                    caller_deadline_s=caller_deadline_s, prometheus_selector=prometheus_selector,
-                                   prometheus_timeout=prometheus_timeout, record_rerun=record_rerun)
+                                   prometheus_timeout=prometheus_timeout)
     if thresholds:
-        from ..oncall import check_fail_on
-
         with naming(thresholds="--fail-on"):
             check_fail_on(summary, thresholds)
     return summary
@@ -95,35 +95,17 @@ def run_main_job(
     caller_deadline_s: float | None = None,
     prometheus_selector: str | None = None,
     prometheus_timeout: str = "60s",
-    record_rerun: bool = False,
 ) -> dict:
     """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
 
     Prints JSON on stdout with ``json_out``, else tables; diagnostics go to stderr.
     ``wedge_window`` is for this run only unless ``save_wedge_window`` (see
     :mod:`analyzer.holdings`). Returns the summary dict.
-
-    ``record_rerun`` (the console script's plain ``FILES... [--db] [--json]``, and
-    no other option): keep beside the database what this command run again will
-    print, for :func:`analyzer.rerun.replay`. When this run read something, the
-    re-run is made at once on the open connection (the same code, printing nothing).
     """
-    with modules_loading():
-        from ..db import connect_writer
-        from ..metrics import parse_duration
-        from ..metrics.ahead import StagingAhead, worth_staging_ahead
-        from ..sources import discover_inputs
-        from ..summary import parse_range
-
-        for name in _JOB_MODULES:
-            import_module(name)
-
     since_dt, until_dt = parse_range(since, until)
     # a bad value fails before any work
     requested_w = parse_duration(wedge_window, "--wedge-window") if wedge_window else None
     if caller_deadline_s is not None:
-        from ..turns import check_caller_deadline
-
         try:
             check_caller_deadline(caller_deadline_s)
         except ValueError as exc:
@@ -132,12 +114,8 @@ def run_main_job(
     if prometheus_selector:
         if not prometheus:
             raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
-        from ..metrics.prometheus import parse_selector
-
         parse_selector(prometheus_selector)
     if metrics:  # a missing metrics path, or a log given as metrics, fails before any work
-        from ..metrics.readers import check_metric_paths
-
         check_metric_paths(metrics)
     sources = discover_inputs(files)  # a missing input fails before a database is created
     job = dict(strict=strict, models=models, since_dt=since_dt, until_dt=until_dt, metrics=metrics,
@@ -145,11 +123,6 @@ def run_main_job(
                model_map=model_map, caller_deadline_s=caller_deadline_s, selector=prometheus_selector,
                deadline_s=deadline_s)
     shown = sys.stderr.isatty() and not json_out
-    if record_rerun:
-        from .. import rerun
-
-        record_rerun = rerun.keepable(db)
-    kept = None  # the state a re-run will be in (analyzer.rerun), and what it prints
     # Beside small logs the metric files are read (into a scratch database) from
     # now on, while the database opens and the logs are ingested; the metrics' load
     # takes what was read. Abandoned on the way out whatever happened (a failed
@@ -158,29 +131,13 @@ def run_main_job(
     try:
         con = connect_writer(db)
         try:
-            summary, report, metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
-            if record_rerun:  # what the same command run again will print
-                if _nothing_new(report, metric_loads, save_wedge_window):
-                    again = (sources, summary)
-                elif report.metric_files or metric_loads:
-                    again = None  # its re-run would load them again: no record
-                else:
-                    again = _run_again(con, files, job)
-                if again is not None:
-                    kept = (_rerun_state(con, files, db, json_out, again[0]), again[1])
+            summary, report, _metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
         finally:
             con.close()
     finally:
         if ahead is not None:
             ahead.abandon()
-    text = _render(summary, json_out)
-    _write(text, summary, json_out)
-    if record_rerun:
-        if kept is None or kept[0] is None:
-            rerun.forget(db)
-        else:
-            current, noop = kept
-            rerun.record(current, text if noop is summary else _render(noop, json_out), db)
+    _write(_render(summary, json_out), summary, json_out)
     if strict and report.skipped_files:
         raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
     return summary
@@ -188,26 +145,18 @@ def run_main_job(
 
 def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, until_dt, metrics, requested_w,
          save_wedge_window: bool, prometheus, model_map, caller_deadline_s, selector, deadline_s,
-         diagnostics: bool = True, ahead=None) -> tuple[dict, object, list]:
+         ahead=None) -> tuple[dict, object, list]:
     """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads).
 
     ``ahead``: the ``--metrics`` files being read since the run began
     (:class:`analyzer.metrics.ahead.StagingAhead`), for the metrics' load; the
     caller abandons it on the way out.
     """
-    from ..holdings import changes, holdings, plan_wedge_window
-    from ..ingestion import ingest
-    from ..metrics.progress import metrics_progress
-    from ..pipeline import load_run_metrics, summarize_stored
-    from ..terminal import byte_progress, print_ingest_diagnostics, warn
-    from ..turns import refresh_turns
-
     before = holdings(con)
     stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
     with byte_progress("ingesting", progress_shown) as progress:
         report = ingest(con, sources, strict=strict, progress=progress)
-    if diagnostics:
-        print_ingest_diagnostics(report)
+    print_ingest_diagnostics(report)
     _fail_when_nothing_was_read(report)
     if report.metric_files:  # Prometheus exports passed among the logs
         metrics = list(metrics or []) + report.metric_files
@@ -215,7 +164,7 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
         metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
                                         force=save_wedge_window, selector=selector,
                                         deadline_s=deadline_s, progress=mprogress, ahead=ahead)
-    for load in metric_loads if diagnostics else ():
+    for load in metric_loads:
         for warning in load.warnings:
             warn(warning)  # pod names are log text
     classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
@@ -229,56 +178,6 @@ def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, 
     summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
     return summary, report, metric_loads
-
-
-def _nothing_new(report, metric_loads: list, save_wedge_window: bool) -> bool:
-    """A run that read nothing, skipped nothing and loaded no metrics: the same command again prints the same."""
-    return (report.files_unchanged == report.files_seen and not report.skipped_files and not report.notes
-            and not report.metric_files and not metric_loads and not save_wedge_window)
-
-
-def _rerun_state(con, files: list[str], db: Path | None, json_out: bool, found) -> dict | None:
-    """:func:`analyzer.rerun.state` of the database as this run leaves it (None when it cannot be taken)."""
-    import duckdb
-
-    from .. import rerun
-    from ..interrupt import was_interrupted
-
-    try:
-        # Checkpointed, then taken while this run holds the database: nobody can
-        # write it between the two, and a write at the close changes what was taken.
-        con.execute("CHECKPOINT")
-    except duckdb.Error:
-        if was_interrupted():
-            raise
-        return None
-    return rerun.state(files, db, json_out, found, rerun.database_identity(db))
-
-
-def _run_again(con, files: list[str], job: dict) -> tuple | None:
-    """The plain command run again on ``con`` at once (found, summary), when it finds nothing new.
-
-    The same code as a re-run's, in this process, printing nothing. None, with
-    nothing done, when a file is new or changed since this run planned (it arrived
-    meanwhile: the next run reads it and says so), when standard input is among
-    the inputs, and when the re-run fails: the run's own summary is printed anyway.
-    """
-    from ..ingestion import not_known_unchanged
-    from ..interrupt import was_interrupted
-    from ..sources import is_stdin, discover_inputs
-
-    if any(is_stdin(f) for f in files):
-        return None
-    try:
-        found = discover_inputs(files)
-        if not_known_unchanged(con, found.files):
-            return None
-        summary, report, loads = _job(con, found, progress_shown=False, diagnostics=False, **job)
-    except Exception:  # noqa: BLE001 - a failed record is no failed run (Ctrl-C still ends it)
-        if was_interrupted():
-            raise
-        return None
-    return (found, summary) if _nothing_new(report, loads, False) else None
 
 
 def summary_from_database(
@@ -296,13 +195,6 @@ def summary_from_database(
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    from ..db import connect_writer
-    from ..holdings import plan_wedge_window, store_wedge_window
-    from ..metrics import parse_duration
-    from ..pipeline import summarize_stored
-    from ..summary import parse_range
-    from ..turns import refresh_turns
-
     since_dt, until_dt = parse_range(since, until)
     requested_w = parse_duration(wedge_window, "--wedge-window") if wedge_window else None
     target = existing_db(db)
@@ -316,8 +208,6 @@ def summary_from_database(
                                 "(analyze FILES... --db ...)", ExitCode.USAGE)
         stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
         if save_wedge_window and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
-            from ..metrics import recompute_windows
-
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
@@ -331,8 +221,6 @@ def summary_from_database(
 
 def _render(summary: dict, json_out: bool) -> str | None:
     """The summary as printed into a pipe or a file; None on a terminal (rich draws for its width)."""
-    from ..terminal import json_text, summary_text
-
     if json_out:
         return json_text(summary)
     return None if sys.stdout.isatty() else summary_text(summary)
@@ -346,8 +234,6 @@ def _write(text: str | None, summary: dict, json_out: bool) -> None:
 
 
 def _print(summary: dict, json_out: bool) -> None:
-    from ..terminal import print_json, print_summary
-
     if json_out:
         print_json(summary)
     else:
