@@ -19,12 +19,9 @@ import duckdb
 from tests.support.records import at, request, response_ok, write_stdout
 
 
-def _analyze(cwd: Path, *args: str, timeout: int = 180, replay: bool = False) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "ANALYZER_NO_REPLAY"}
-    if not replay:
-        env["ANALYZER_NO_REPLAY"] = "1"
+def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env=env)
+                          timeout=timeout)
 
 
 def _pairs(n: int, start: int = 0, session: str = "s-1") -> list[dict]:
@@ -152,13 +149,13 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_read_again(tmp_path):
     big = _session_file(tmp_path / "logs/big.jsonl", "s-bigg", 3000)  # > 1 MiB: sampled
     assert small.stat().st_size < 65536 < gap.stat().st_size < 131072 and big.stat().st_size > 2 * 2**20
     db = tmp_path / "a.duckdb"
-    p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=True)
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["ingest"]["new_records"] == 2 * (20 + 50 + 3000)
     _rewrite_keeping_size_and_mtime(small, 0, "s-small", "s-smal2")
     _rewrite_keeping_size_and_mtime(gap, 70000, "s-gapp", "s-gap2")
     _rewrite_keeping_size_and_mtime(big, 2**20, "s-bigg", "s-big2")  # the second MiB on
-    p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=True)  # no replay of the last output
+    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
     assert p.returncode == 0, p.stderr
     ing = json.loads(p.stdout)["ingest"]
     assert ing["files_ingested"] == 3 and ing["files_unchanged"] == 0
@@ -166,16 +163,15 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_read_again(tmp_path):
     assert rows["s-smal2"] == 40 and rows["s-small"] == 40  # the old records stay; the new ones are added
     assert rows["s-gap2"] > 0 and rows["s-big2"] > 0
     total = sum(rows.values())
-    # nothing stored twice: a re-run (replayed or in full), a touch and a chmod read nothing new
+    # nothing stored twice: a re-run, a touch and a chmod read nothing new
     for step in ("again", "touch", "chmod"):
         if step == "touch":
             os.utime(big, None)
         if step == "chmod":
             os.chmod(gap, 0o600)
-        for replay in (True, False):
-            p = _analyze(tmp_path, "logs", "--db", str(db), "--json", replay=replay)
-            assert p.returncode == 0, p.stderr
-            assert json.loads(p.stdout)["ingest"]["new_records"] == 0, (step, replay)
+        p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["ingest"]["new_records"] == 0, step
     assert _q(db, "SELECT count(*) FROM records") == [(total,)]
     p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
     assert json.loads(p.stdout)["ingest"]["files_unchanged"] == 3
