@@ -22,7 +22,6 @@ are counted and dropped.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable
@@ -31,7 +30,7 @@ import duckdb
 
 from ..db import transaction
 from .formats import discover_metric_files
-from .stage import Series, StageStats, close_stage, intern_labels, open_stage, seal_input, stage_samples, store_stage
+from .stage import Series, StageStats, close_stage, open_stage, seal_input, store_stage
 from .store import parse_model_map, store_model_map
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
 from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
@@ -128,7 +127,8 @@ def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
         for path, size in zip(files, sizes):
             if progress:
                 progress(done, total, f"metrics {path.name}")
-            _form, notes = stage_file(staged.scratch, path, staged.series)
+            tick = (lambda: progress(done, total, f"metrics {path.name}")) if progress else None
+            _form, notes = stage_file(staged.scratch, path, staged.series, tick)
             seal_input(staged.scratch, len(staged.sources))
             staged.sources.append(str(path.resolve()))
             staged.warnings += notes
@@ -235,14 +235,26 @@ def load_prometheus(
                      else us_to_datetime(to_epoch_us(until, "until")) - DEFAULT_LOOKBACK)
     if step is None:
         step = max(1.0, min(15.0, w_s / 5))
-    fetched = fetch_range(url, since, until, step, timeout, selector=selector, progress=progress)
+    from .apistream import SeriesStager
+
     shown = public_url(url)  # never store or print credentials carried in the URL
-    report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown], selector=fetched.selector)
-    report.warnings += fetched.warnings
     scratch = open_stage()
     try:
-        stage_samples(scratch, fetched.samples)
-        series = intern_labels(scratch, json.loads)
+        # Each answer (a page of the range when it is big) is staged before the next is asked.
+        stager = SeriesStager(scratch)
+        fetched = fetch_range(url, since, until, step, timeout, selector=selector, progress=progress,
+                              on_answer=stager.add_document)
+        report = MetricsReport(wedge_window_s=w_s, step_s=fetched.step_s, sources=[shown], selector=fetched.selector)
+        report.warnings += fetched.warnings
+        try:
+            series = stager.finish(Series())
+        except ValueError as exc:  # a time or value that is not a number, found when the last batch is staged
+            from ..errors import AnalyzerError, ExitCode
+
+            from ..scrub import scrub
+
+            raise AnalyzerError(f"Prometheus at {shown}: unexpected answer: {scrub(str(exc))}",
+                                ExitCode.UPSTREAM) from exc
         seal_input(scratch, 0)
         with transaction(con):
             report._add(store_stage(con, scratch, series, [shown]))

@@ -3,7 +3,11 @@
 The analyzer asks for the series it reads, every spelling of a metric in one
 query (``{__name__=~"vllm:x|vllm_x"}``), through ``/api/v1/query_range``.
 Prometheus refuses a range query of more than 11,000 points per series, so the
-step is raised until the span fits. On a shared Prometheus a *selector* (label
+step is raised until the span fits. A query whose answer would exceed
+:func:`page_bytes_limit` (16 MiB) is asked again over shorter spans of the range,
+each answer handed on (staged) before the next is asked, so memory follows the
+page, not the week; one too big for a single instant is refused and the error
+says to narrow it with a selector. On a shared Prometheus a *selector* (label
 matchers such as ``namespace="llm",job="vllm"``) is added to every query, so an
 unqualified ``up`` does not bring every tenant's targets. Each query has a total
 deadline, connecting and reading included: a server that trickles bytes cannot
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import threading
 import time
@@ -92,6 +97,31 @@ QUERIES = tuple(query_for(n) for n in QUERY_NAMES)
 #: Prometheus' limit on points per series in one range query.
 MAX_POINTS = 11_000
 
+#: The most one answer may hold (bytes as read, decompressed): a range query whose answer
+#: would be bigger is asked again over shorter spans of time (pages), each answer staged
+#: before the next is asked; an answer over this for a single instant is refused.
+#: ``ANALYZER_PROMETHEUS_PAGE_BYTES`` sets it.
+PAGE_BYTES = 16 * 1024 * 1024
+
+
+def page_bytes_limit() -> int:
+    """:data:`PAGE_BYTES`, or ``ANALYZER_PROMETHEUS_PAGE_BYTES`` when set (bytes, at least 64 KiB)."""
+    raw = os.environ.get("ANALYZER_PROMETHEUS_PAGE_BYTES", "").strip()
+    if not raw:
+        return PAGE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 64 * 1024:
+        raise AnalyzerError(f"ANALYZER_PROMETHEUS_PAGE_BYTES must be a number of bytes of at least 65536, not {raw!r}",
+                            ExitCode.USAGE)
+    return value
+
+
+class _TooBig(Exception):
+    """An answer that grew past the page budget (its reading stopped there)."""
+
 
 @dataclass
 class RangeFetch:
@@ -102,6 +132,8 @@ class RangeFetch:
     queries: tuple[str, ...]
     warnings: list[str] = field(default_factory=list)
     selector: str | None = None
+    pages: int = 0  # range queries answered (one per query, more when paged)
+    bytes: int = 0  # the answers' bytes in all
 
 
 def bounded_step(since_us: int, until_us: int, step_s: float) -> float:
@@ -125,6 +157,8 @@ def fetch_range(
     selector: str | None = None,
     transport: httpx.BaseTransport | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    on_answer: Callable[[dict], None] | None = None,
+    page_bytes: int | None = None,
 ) -> RangeFetch:
     """Run the range queries against the Prometheus at ``url`` (its base URL).
 
@@ -138,10 +172,21 @@ def fetch_range(
         selector: label matchers added to every query (see :func:`parse_selector`).
         transport: an httpx transport (tests).
         progress: called with ``(done, total, query)`` before each query.
+        on_answer: given each answer (a parsed API response), which it stages
+            (raising ValueError on a malformed one); without it the samples are
+            collected in :attr:`RangeFetch.samples`.
+        page_bytes: the most one answer may hold (default :func:`page_bytes_limit`).
+
+    A query whose answer would be bigger than ``page_bytes`` is asked again over
+    shorter spans of the range (a quarter as many points per series each time it
+    overflows; then pages sized from the answers so far), each page's answer
+    handed on before the next is asked, with the same evaluation times as one
+    query. A warning says so. An answer bigger than ``page_bytes`` for a single
+    instant (too many series) is refused.
 
     Raises:
         AnalyzerError: (upstream) unreachable, a timeout, an HTTP or API error;
-            (usage) a bad URL or an empty range.
+            (usage) a bad URL, an empty range, an answer too big for one instant.
     """
     since_us, until_us = to_epoch_us(since, "since"), to_epoch_us(until, "until")
     # Credentials in the URL (user:password@, ?token=) go with the requests and
@@ -166,25 +211,80 @@ def fetch_range(
     out = RangeFetch([], step_s, tuple(queries), selector=selector)
     if step_s != step:
         out.warnings.append(f"step raised from {step:g}s to {step_s:g}s to stay under {MAX_POINTS} points per query")
+    cap = page_bytes if page_bytes is not None else page_bytes_limit()
+    # The evaluation times are since + k * step, k < points (Prometheus' own grid): a
+    # page asks a run of them, so the pages together ask exactly what one query would.
+    step_us = round(step_s * US)
+    points = (until_us - since_us) // step_us + 1
+    page = points  # points per series the next page asks (learned from the answers)
+    paged: list[str] = []
+    largest = 0
     with httpx.Client(timeout=timeout, transport=transport, auth=auth) as client:
         for i, query in enumerate(queries):
             if progress:
                 progress(i, len(queries), f"prometheus {query}")
-            params = {**extra_params, "query": query, "start": f"{since_us / US:.6f}", "end": f"{until_us / US:.6f}",
-                      "step": f"{step_s:g}"}
-            doc = _get(client, endpoint, params, url, query, float(timeout))
-            # The server's own words can quote credentials (a remote store's URL or token).
-            out.warnings += [f"Prometheus warning for {query}: {scrub(str(w))}" for w in doc.get("warnings") or []]
-            try:
-                out.samples += list(parse_prometheus_json(doc))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise AnalyzerError(f"Prometheus at {url}: unexpected answer to {query!r}: {scrub(str(exc))}",
-                                    ExitCode.UPSTREAM) from exc
+            k, pages, shrunk = 0, 0, False
+            while k < points:
+                n = min(page, points - k)
+                start_us = since_us + k * step_us
+                end_us = until_us if k + n >= points else start_us + (n - 1) * step_us
+                params = {**extra_params, "query": query, "start": f"{start_us / US:.6f}",
+                          "end": f"{end_us / US:.6f}", "step": f"{step_s:g}"}
+                try:
+                    doc, size = _get(client, endpoint, params, url, query, float(timeout), cap)
+                except _TooBig:
+                    if n == 1:
+                        raise AnalyzerError(
+                            f"Prometheus at {url} answered more than {_mib(cap)} to {query!r} for a single instant "
+                            f"({_instant(start_us)}): too many series for the analyzer to read; narrow the query "
+                            "with --prometheus-selector (e.g. namespace=\"llm\",job=\"vllm\"), or raise "
+                            "ANALYZER_PROMETHEUS_PAGE_BYTES", ExitCode.USAGE, param="selector") from None
+                    page, shrunk = max(1, n // 4), True
+                    continue
+                # The server's own words can quote credentials (a remote store's URL or token).
+                out.warnings += [f"Prometheus warning for {query}: {scrub(str(w))}" for w in doc.get("warnings") or []]
+                try:
+                    if on_answer is not None:
+                        on_answer(doc)
+                    else:
+                        out.samples += list(parse_prometheus_json(doc))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise AnalyzerError(f"Prometheus at {url}: unexpected answer to {query!r}: {scrub(str(exc))}",
+                                        ExitCode.UPSTREAM) from exc
+                del doc
+                pages += 1
+                out.bytes += size
+                largest = max(largest, n if pages > 1 or shrunk else 0)
+                k += n
+                # The next page: as many points as fill half the budget at this answer's size.
+                page = max(1, min(points, n * (cap // 2) // max(size, 1)))
+            out.pages += pages
+            if pages > 1 or shrunk:
+                paged.append(query)
+    if paged:
+        out.warnings.append(
+            f"Prometheus answers too big to read at once: {len(paged)} of {len(queries)} queries asked over "
+            f"shorter spans of time ({out.pages} answers in all, {out.bytes / 1e6:,.0f} MB, up to {largest:,} points "
+            f"per series and {_mib(cap)} each); --prometheus-selector asks for fewer series")
     return out
 
 
-def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str, deadline_s: float) -> dict:
-    """One API call within ``deadline_s`` seconds in all, its JSON document, or a clear AnalyzerError.
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+def _instant(t_us: int) -> str:
+    from .times import us_to_datetime
+
+    return us_to_datetime(t_us).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str, deadline_s: float,
+         cap: int) -> tuple[dict, int]:
+    """One API call within ``deadline_s`` seconds in all: its JSON document and size, or a clear AnalyzerError.
+
+    An answer that grows past ``cap`` bytes raises :class:`_TooBig` as soon as it does
+    (the rest is never read).
 
     httpx's timeouts bound each network operation, not the whole answer: a server
     that sends a byte every few seconds would never time out. A timer closes the
@@ -199,12 +299,16 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
             timer = threading.Timer(max(0.0, deadline_s - (time.monotonic() - started)), resp.close)
             timer.daemon = True
             timer.start()
-            chunks = []
+            chunks, size = [], 0
             for chunk in resp.iter_bytes():
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    raise _TooBig(size)
                 if time.monotonic() - started > deadline_s:
                     raise late
             body = b"".join(chunks)
+            del chunks
     except httpx.UnsupportedProtocol as exc:
         raise AnalyzerError(f"unsupported URL {url!r}: {exc}", ExitCode.USAGE, param="url") from exc
     except (httpx.HTTPError, httpx.StreamError, OSError, RuntimeError) as exc:
@@ -220,6 +324,7 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
         doc = json.loads(body)
     except ValueError:
         doc = None
+    del body
     if not isinstance(doc, dict) or "status" not in doc:
         raise AnalyzerError(
             f"Prometheus at {url} answered HTTP {resp.status_code} to {query!r} without a Prometheus API "
@@ -228,4 +333,4 @@ def _get(client: httpx.Client, endpoint: str, params: dict, url: str, query: str
         raise AnalyzerError(
             f"Prometheus at {url} answered status {doc.get('status')!r} (HTTP {resp.status_code}) to "
             f"{query!r}: {scrub(str(doc.get('errorType')))}: {scrub(str(doc.get('error')))}", ExitCode.UPSTREAM)
-    return doc
+    return doc, size

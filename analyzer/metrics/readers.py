@@ -25,6 +25,7 @@ import csv
 import gzip
 import json
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
@@ -48,6 +49,10 @@ from .times import US
 
 #: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
 STREAM_BYTES = 32 * 1024 * 1024
+#: API JSON files from this size on (inflated, for a gzipped one) are walked a series at a
+#: time (:mod:`.apistream`) instead of DuckDB's ``read_json``, whose memory grows to about
+#: forty times a single document's size.
+JSON_STREAM_BYTES = 8 * 1024 * 1024
 
 _HEAD_BYTES = 64 * 1024
 # DuckDB's JSON reader allocates its buffer from this bound: a plain file's size is the
@@ -120,10 +125,13 @@ def check_metric_paths(paths: list[str]) -> None:
         _not_a_proxy_log(path, head_text(path)[:4096])
 
 
-def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tuple[str, list[str]]:
+def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
+               tick: Callable[[], None] | None = None) -> tuple[str, list[str]]:
     """Read one metrics file into the stage (labels interned into ``series``); return its form and notes.
 
     ``con`` is the scratch database of :func:`~.stage.open_stage`, never the analyzer's.
+    ``tick()`` is called now and then while a big file is read in Python (an exception
+    it raises stops the reading: the run was abandoned).
 
     Raises:
         InputError: the file cannot be read or does not parse in its detected form.
@@ -136,7 +144,7 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> tu
             _stage_csv(con, path, head, series)
             return CSV, []
         if form == JSON:
-            _stage_json(con, path, series)
+            _stage_json(con, path, series, tick)
             return JSON, []
         if path.stat().st_size >= STREAM_BYTES:
             return stage_text_stream(con, path, series)
@@ -232,7 +240,8 @@ def _typed_json_bound(path: Path, comp: str) -> int:
     return min(inflated + 1024, _GZIP_JSON_OBJECT)
 
 
-def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> None:
+def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
+                tick: Callable[[], None] | None = None) -> None:
     """Stage a Prometheus API JSON file.
 
     The usual file (success responses whose ``data`` is a matrix or vector) is
@@ -242,8 +251,43 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> N
     :func:`_stage_json_objects`, which reads JSON text as before; it and the
     Python parser behind it decide what such a file means.
     """
+    if _json_size(path) >= JSON_STREAM_BYTES and _stage_json_stream(con, path, series, tick):
+        return
     if not _stage_json_typed(con, path, series):
         _stage_json_objects(con, path, series)
+
+
+def _json_size(path: Path) -> int:
+    """A JSON file's size as read: a gzipped one's inflated size (its trailer, mod 4 GiB: at
+    least the compressed size)."""
+    size = path.stat().st_size
+    if _compression(path) != "gzip":
+        return size
+    with path.open("rb") as f:
+        f.seek(-4, 2)
+        return max(size, int.from_bytes(f.read(4), "little"))
+
+
+def _stage_json_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
+                       tick: Callable[[], None] | None = None) -> bool:
+    """A big JSON file walked a series at a time (:func:`~.apistream.stream_json_file`); False
+    (nothing staged) when its layout is not one the walk follows.
+
+    Raises:
+        InputError: not valid JSON, or not API responses of matrix or vector results.
+    """
+    from .apistream import NotStreamable, SeriesStager, stream_json_file
+
+    stager = SeriesStager(con, tick)
+    try:
+        stream_json_file(path, stager)
+        stager.finish(series)
+    except NotStreamable:
+        clear_stage(con)
+        return False
+    except (ValueError, EOFError, OSError) as exc:  # EOFError, OSError: a truncated or corrupt gzip
+        raise InputError(f"{path}: not a valid {JSON} metrics file: {exc}") from exc
+    return True
 
 
 def _stage_json_typed(con: duckdb.DuckDBPyConnection, path: Path, series: Series) -> bool:
