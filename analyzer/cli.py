@@ -45,7 +45,7 @@ def _group(
 Db = Annotated[Optional[Path], typer.Option(
     "--db", metavar="PATH", help="DuckDB database file [default: $ANALYZER_DB or ./analyzer.duckdb].")]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
-# --since/--until take ISO 8601 (UTC) or an age before now (analyzer.summary.parse_time).
+# --since/--until take ISO 8601 (UTC) or an age before now (analyzer.isotime.parse_time).
 Since = Annotated[Optional[str], typer.Option(
     "--since", metavar="TIME", help="From this time on: ISO 8601 (UTC) or an age such as 24h, 7d.")]
 Until = Annotated[Optional[str], typer.Option(

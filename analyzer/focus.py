@@ -10,6 +10,20 @@ SQL questions use the same rule as the macro ``is_glm(model)``
 
 from __future__ import annotations
 
+import re
+
 from .online.models import is_glm
 
-__all__ = ["is_glm"]
+__all__ = ["is_glm", "like_match"]
+
+
+def like_match(value: str | None, pattern: str) -> bool:
+    """SQL ``ILIKE`` in Python: ``%`` any run, ``_`` any one character, case-insensitive.
+
+    The model patterns of ``--model`` (summary), ``--only-model`` (replay) and the
+    ``model`` parameter of ``analyze sql`` questions all mean this.
+    """
+    if value is None:
+        return False
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.I | re.S) is not None

@@ -80,6 +80,7 @@ import duckdb
 from .db import transaction
 from .urls import public_url
 from .errors import AnalyzerError, ExitCode
+from .focus import is_glm, like_match
 from .isotime import iso_utc
 from .online import (
     ALL_RUNGS,
@@ -322,9 +323,6 @@ def plan_replay(
         model: the model name to send (default: each turn's logged model).
         flatten: also try the opt-in ``flatten_transcript`` rung.
     """
-    from .focus import is_glm
-    from .summary import like_match
-
     # --only-model takes names or LIKE patterns, as --model does in the summary
     wanted = (lambda m: any(like_match(m, p) for p in only_models)) if only_models else is_glm
     rows = [r for r in con.execute(_ELIGIBLE_SQL).fetchall() if wanted(r[3])]

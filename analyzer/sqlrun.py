@@ -29,6 +29,7 @@ import duckdb
 from .errors import AnalyzerError, ExitCode
 # Stored timestamps are naive UTC (the proxy writes `Z`): the output says so, as the summary's JSON does.
 from .isotime import iso_utc as _iso
+from .isotime import parse_time
 from .safetext import printable
 from .queries import QueryFile, load_queries, parse_query_file
 
@@ -181,8 +182,6 @@ def check_read_only(sql: str) -> None:
 def _time_value(name: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
-    from .summary import parse_time
-
     try:
         return parse_time(value, name)
     except AnalyzerError as exc:

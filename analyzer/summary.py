@@ -2,76 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
 import duckdb
 
-from .focus import is_glm
+from .focus import is_glm, like_match
 from .metrics import wedged_episodes
 from .online import CLASSES
 from .sizing import build_sizing
 from .sqlrun import ask
-
-# An age relative to now, for --since/--until: 90s, 30m, 24h, 7d, 2w.
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.I)
-_AGE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_time(value: str | None, name: str, now: datetime | None = None) -> datetime | None:
-    """Parse a bound: ISO 8601 (a date, or a date and time; UTC unless an offset is given),
-    or an age before now such as ``24h`` or ``7d`` (``s``, ``m``, ``h``, ``d``, ``w``).
-
-    Returns naive UTC.
-    """
-    if value is None:
-        return None
-    from datetime import timedelta, timezone
-
-    from .errors import AnalyzerError, ExitCode
-
-    age = _AGE.match(value)
-    if age:
-        now = now or datetime.now(timezone.utc).replace(tzinfo=None)
-        return now - timedelta(seconds=float(age.group(1)) * _AGE_SECONDS[age.group(2).lower()])
-    try:
-        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise AnalyzerError(f"{name}: not an ISO-8601 date or time, nor an age such as 24h or 7d: {value!r}",
-                            ExitCode.USAGE, param=name) from exc
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-    return dt
-
-
-def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
-    """``since``/``until`` as naive UTC; an empty or reversed range is a usage error
-    (an :class:`~analyzer.errors.AnalyzerError` that names both, ``param="since"``)."""
-    from datetime import timezone
-
-    from .errors import AnalyzerError, ExitCode
-
-    now = datetime.now(timezone.utc).replace(tzinfo=None)  # one "now" for both ages
-    since_dt, until_dt = parse_time(since, "since", now), parse_time(until, "until", now)
-    if since_dt is not None and until_dt is not None and since_dt >= until_dt:
-        raise AnalyzerError(f"since {since} is not before until {until}: the range "
-                            f"[{since_dt.isoformat()}Z, {until_dt.isoformat()}Z) is empty", ExitCode.USAGE,
-                            param="since", names={"since": "since", "until": "until"})
-    return since_dt, until_dt
-
-
-def like_match(value: str | None, pattern: str) -> bool:
-    """SQL ``ILIKE`` in Python: ``%`` any run, ``_`` any one character, case-insensitive.
-
-    The model patterns of ``--model`` (summary), ``--only-model`` (replay) and the
-    ``model`` parameter of ``analyze sql`` questions all mean this.
-    """
-    if value is None:
-        return False
-    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, value, re.I | re.S) is not None
-
 
 def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -> list[str] | None:
     """The models the ``patterns`` name (``ILIKE``, as in ``analyze sql``), or None for all.

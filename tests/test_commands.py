@@ -24,7 +24,8 @@ from analyzer.oncall import check_fail_on, parse_fail_on
 from analyzer.replay import endpoint_url, load_tools_file
 from analyzer.report.build import parse_week, resolve_period
 from analyzer.sqlrun import QueryParamError, bind_params, check_read_only, execute, resolve
-from analyzer.summary import parse_range, parse_time, resolve_models
+from analyzer.isotime import parse_range, parse_time
+from analyzer.summary import resolve_models
 from analyzer.turns import refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
 
@@ -214,7 +215,7 @@ def test_cli_only_parses_and_calls_the_command_layer():
     tree = ast.parse((ROOT / "analyzer" / "cli.py").read_text(encoding="utf-8"))
     commands = [f for f in tree.body if isinstance(f, ast.FunctionDef)
                 and any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command" for d in f.decorator_list)]
-    assert len(commands) == 7
+    assert len(commands) == 8  # run, sql, export, sync, report, replay, forget, alerts
     for f in commands:
         imports = [n.module for n in ast.walk(f) if isinstance(n, ast.ImportFrom)]
         assert imports and all(m.startswith("commands.") for m in imports), (f.name, imports)

@@ -19,7 +19,7 @@ def forget_command(paths: list[str], *, since: str | None, until: str | None, dr
     from ..db import connect_writer
     from ..errors import DatabaseError
     from ..forget import forget
-    from ..summary import parse_range
+    from ..isotime import parse_range
     from ..terminal import print_forget_report, print_json
 
     if not paths and since is None and until is None:

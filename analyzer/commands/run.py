@@ -22,7 +22,7 @@ from ..oncall import check_fail_on, parse_fail_on
 from ..pipeline import load_run_metrics, summarize_stored
 from ..safetext import terminal_text
 from ..sources import discover_inputs
-from ..summary import parse_range
+from ..isotime import parse_range
 from ..terminal import byte_progress, json_text, print_ingest_diagnostics, print_json, print_summary, summary_text, warn
 from ..turns import check_caller_deadline, refresh_turns
 from .options import existing_db, naming

@@ -22,7 +22,8 @@ from ..errors import AnalyzerError, ExitCode
 from ..online import CLASSES
 from ..sizing import wilson
 from ..sqlrun import ask
-from ..summary import build_summary, parse_time
+from ..isotime import parse_time
+from ..summary import build_summary
 from . import charts
 from .context import (
     Assets,
