@@ -284,6 +284,20 @@ def alerting_rules(s: AlertSettings) -> list[dict]:
     return [wedged, down]
 
 
+def inline_recording_rules(expr: str, s: AlertSettings) -> str:
+    """``expr`` with each recorded series written out as its rule's expression: what the alert sees at
+    an evaluation (a group evaluates its recording rules first, at the same timestamp), for a
+    ``query_range`` over times before the rules existed. A range over a recorded series becomes a
+    subquery at the group's interval."""
+    interval = prom_duration(s.evaluation_interval_s)
+    for rule in recording_rules(s):
+        body = "\n".join(line for line in rule["expr"].splitlines() if not line.lstrip().startswith("#")).strip()
+        name = re.escape(rule["record"])
+        expr = re.sub(rf"(?<![\w:]){name}\[(\w+)\]", lambda m: f"({body})[{m.group(1)}:{interval}]", expr)
+        expr = re.sub(rf"(?<![\w:]){name}(?![\w:])", lambda m: f"({body})", expr)
+    return expr
+
+
 def rule_groups(s: AlertSettings) -> dict:
     """The rule file's content: one group evaluated every evaluation interval."""
     return {"groups": [{"name": GROUP, "interval": prom_duration(s.evaluation_interval_s),
@@ -351,19 +365,34 @@ class _Series:
 @dataclass
 class _Scenario:
     name: str
-    steps: int
+    steps: int  # scrapes
     series: list[_Series]
-    # alertname -> [(first step firing, first step no longer firing, the alert's labels)]; an alertname
-    # with no spans is checked never to fire.
-    firing: dict[str, list[tuple[int, int, dict[str, str]]]]
+    # alertname -> [(scrape step from which the expression holds, step from which it no longer does, the
+    # alert's labels)]; an alertname with no spans is checked never to fire.
+    holds: dict[str, list[tuple[int, int, dict[str, str]]]]
 
-    def expected(self, name: str, t: int) -> list[dict[str, str]]:
-        return [labels for a, b, labels in self.firing[name] if a <= t < b]
+    def expected(self, s: AlertSettings, name: str, k: int) -> list[dict[str, str]]:
+        """The alerts firing at evaluation ``k`` (at ``k`` evaluation intervals): active from the first
+        evaluation at which the expression holds, firing ``for:`` later, until it no longer holds."""
+        t, i, scrape = k * s.evaluation_interval_s, s.evaluation_interval_s, s.scrape_interval_s
+        out = []
+        for a, b, labels in self.holds[name]:
+            active = math.ceil(a * scrape / i - 1e-9) * i
+            if active + s.wedge_window_s <= t + 1e-9 and t < b * scrape - 1e-9:
+                out.append(labels)
+        return out
 
-    def check_steps(self, name: str) -> list[int]:
-        """Every step where nothing fires, and the first, a middle and the last step of each firing span."""
-        marks = {t for a, b, _ in self.firing[name] for t in (a, (a + b) // 2, b - 1)}
-        return [t for t in range(self.steps) if t in marks or not self.expected(name, t)]
+    def check_evaluations(self, s: AlertSettings, name: str) -> list[int]:
+        """Every evaluation at which nothing fires, and the first, a middle and the last of each firing span."""
+        ks = range(math.ceil(self.steps * s.scrape_interval_s / s.evaluation_interval_s))
+        firing = [k for k in ks if self.expected(s, name, k)]
+        marks = set()
+        for k in firing:  # the ends of each run of firing evaluations, and its middle
+            if k - 1 not in firing or k + 1 not in firing:
+                marks.add(k)
+        runs = sorted(marks)
+        marks |= {(a + b) // 2 for a, b in zip(runs[::2], runs[1::2])}
+        return [k for k in ks if k in marks or k not in firing]
 
 
 def _series_text(name: str, labels: dict[str, str]) -> str:
@@ -404,9 +433,12 @@ def encode_values(values: list) -> str:
 
 
 def _scenarios(s: AlertSettings) -> list[_Scenario]:
-    """Series per scenario, in steps of one evaluation interval (= the scrape interval of the tests)."""
-    step = s.evaluation_interval_s
+    """Series per scenario, one sample per scrape interval (a step)."""
+    step = s.scrape_interval_s
     W = math.ceil(s.wedge_window_s / step)  # the wedge window in steps
+    # The counter is seen flat once a sample equals the one before and the evaluation before saw no
+    # increase either: this many steps after the last increase.
+    seen_flat = max(1, math.ceil(s.evaluation_interval_s / step))
     ns, pl = s.namespace_label, s.pod_label
     sel_labels = _selector_labels(s.selector)
 
@@ -460,9 +492,9 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
          _Series({"__name__": REQUESTS_RUNNING, **b}, [0] * n),
          _Series({"__name__": REQUESTS_WAITING, **b}, [0] * n),
          up_of(b, n)],
-        # Pending from the first flat sample (the step after the last increase), firing W later, until
-        # the next increase ends it.
-        {WEDGED_ALERT: [(last_inc + 1 + W, serve + stuck, alert_labels(WEDGED_ALERT, a))], DOWN_ALERT: []}))
+        # Pending once the counter is seen flat after the last increase, firing W later, until the next
+        # increase ends it.
+        {WEDGED_ALERT: [(last_inc + seen_flat, serve + stuck, alert_labels(WEDGED_ALERT, a))], DOWN_ALERT: []}))
 
     # 2. A sleeping engine: flat, requests waiting for it to wake, but asleep on purpose.
     q = unit("qwen3-vllm-7c6d9f8b4-j5w2h", "qwen3", "10.244.11.7:8000")
@@ -532,8 +564,8 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
          _Series({"__name__": REQUESTS_WAITING, **r}, [None] * (W + down) + [0] * W),
          _Series({"__name__": UP, **side}, [1] * W + [0] * down + [1] * W)],
         # Pending from the first failed scrape, firing W later, until the first good one.
-        {DOWN_ALERT: [(W + W, W + down, {"alertname": DOWN_ALERT, "severity": s.severity[DOWN_ALERT],
-                                         **up_of(r, 0).labels})],
+        {DOWN_ALERT: [(W, W + down, {"alertname": DOWN_ALERT, "severity": s.severity[DOWN_ALERT],
+                                     **up_of(r, 0).labels})],
          WEDGED_ALERT: []}))
     return out
 
@@ -562,11 +594,11 @@ def unit_tests(s: AlertSettings, rules_file: str) -> dict:
     tests = []
     for sc in _scenarios(s):
         checks = []
-        for name in sc.firing:
-            for t in sc.check_steps(name):
-                alerts = sc.expected(name, t)
+        for name in sc.holds:
+            for k in sc.check_evaluations(s, name):
+                alerts = sc.expected(s, name, k)
                 checks.append({
-                    "eval_time": prom_duration(t * s.evaluation_interval_s) if t else "0s",
+                    "eval_time": prom_duration(k * s.evaluation_interval_s) if k else "0s",
                     "alertname": name,
                     "exp_alerts": [{"exp_labels": labels,
                                     "exp_annotations": {k: render_template(v, labels)
@@ -575,7 +607,7 @@ def unit_tests(s: AlertSettings, rules_file: str) -> dict:
                 })
         tests.append({
             "name": sc.name,
-            "interval": interval,
+            "interval": prom_duration(s.scrape_interval_s),
             "input_series": [{"series": _series_text(x.labels.get("__name__", UP),
                                                      {k: v for k, v in x.labels.items() if k != "__name__"}),
                               "values": encode_values(x.values)} for x in sc.series],
