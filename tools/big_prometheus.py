@@ -248,8 +248,16 @@ def serve(spec: Spec, *, ignore_range: bool = False, port: int = 0) -> Iterator[
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address) -> None:  # a client that hung up: not news
+            import sys
+
+            if not isinstance(sys.exc_info()[1], OSError):
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", port), Handler)
     server.stats = stats  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
