@@ -393,14 +393,15 @@ def _episode_table(episodes: list[dict[str, Any]], pods: list[str], evidence: bo
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
-                         ("duration", "right"), ("failed turns", "right"), ("corroboration", "left"))[:7 if evidence else 6]:
+                         ("duration", "right"), ("alert after", "right"), ("failed turns", "right"),
+                         ("corroboration", "left"))[:8 if evidence else 7]:
         t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model", "corroboration") else "ellipsis",
                      ratio=1 if col == "corroboration" else None)
     for e, pod in zip(episodes, pods):
         if e["kind"] == "sleeping":
             continue
         cells = [escape(pod), _t(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
-                 _duration(e["duration_s"]), f"{e['failed_turns']:,}"]
+                 _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}"]
         if evidence:
             cells.append(_t((e.get("corroboration") or {}).get("text", "")))
         t.add_row(*cells)
@@ -419,6 +420,17 @@ def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
         s.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"),
                   e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
     out.print(s)
+
+
+def _alert_after(e: dict[str, Any]) -> str:
+    """When the live alert (`analyze alerts`) would have fired, after the window's start; `no page` when
+    the window was shorter than its for: (see queries/pod_alert_onset.sql)."""
+    if not e.get("alert_at"):
+        return "no page"
+    from datetime import datetime
+
+    lag = datetime.fromisoformat(e["alert_at"].removesuffix("Z")) - datetime.fromisoformat(e["start"].removesuffix("Z"))
+    return _duration(lag.total_seconds())
 
 
 def _duration(seconds: float) -> str:

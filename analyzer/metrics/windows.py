@@ -702,7 +702,8 @@ hit AS (
 n AS (SELECT wid, count(*) AS failed FROM hit WHERE k = 1 GROUP BY wid)
 SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
        (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
-       coalesce(n.failed, 0) AS failed_turns, w.detail
+       coalesce(n.failed, 0) AS failed_turns, w.detail,
+       CASE WHEN w.kind IN ('wedged', 'down') THEN alert_fires_at(w.start_ts, w.end_ts) END AS alert_at
 FROM w LEFT JOIN n USING (wid)
 WHERE ($models IS NULL OR w.model_name IN (
           SELECT coalesce(m.model_name, x.model)
@@ -727,7 +728,10 @@ def wedged_episodes(
     when unanswered) time falls in the window, each turn in one window only (see
     the module docstring), so they add up to the classes; sleeping windows explain
     no failure. Wedged windows carry ``corroboration``: what the other signals
-    said (:func:`~.evidence.corroborate`). Call after
+    said (:func:`~.evidence.corroborate`). ``alert_at``: when the live alert
+    (``analyze alerts``) would have fired for a wedged or down window, the start
+    plus the wedge window (``alert_fires_at`` in queries/pod_alert_onset.sql), or
+    None (a sleeping window, or one too short to page). Call after
     :func:`analyzer.turns.refresh_turns`. ``models`` (log model names, mapped
     through ``model_map``) and ``since``/``until`` (naive UTC; windows overlapping
     ``[since, until)``) filter like the summary's options.
@@ -738,8 +742,9 @@ def wedged_episodes(
     out = [
         {"pod": pod, "model_name": model, "kind": kind,
          "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
-         "duration_s": float(duration), "failed_turns": int(failed), "detail": detail}
-        for pod, model, kind, start, end, duration, failed, detail in rows
+         "duration_s": float(duration), "failed_turns": int(failed), "detail": detail,
+         "alert_at": alert_at.isoformat() + "Z" if alert_at else None}
+        for pod, model, kind, start, end, duration, failed, detail, alert_at in rows
     ]
     wedged = [(e, (pod, model, start, end)) for e, (pod, model, kind, start, end, *_rest) in zip(out, rows)
               if kind == WEDGED]

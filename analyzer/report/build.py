@@ -272,7 +272,8 @@ def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindo
         out.append(PodWindow(
             pod=redact(e["pod"]) or "", model_name=redact(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
-            corroboration=redact((e.get("corroboration") or {}).get("text"))))
+            corroboration=redact((e.get("corroboration") or {}).get("text")),
+            alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None))
     return out
 
 

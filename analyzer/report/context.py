@@ -68,6 +68,11 @@ class PodWindow(_Model):
         description="Wedged windows: what the other signals said (running stuck, waiting growing, KV cache full, "
                     "success counter flat), e.g. `3/4 agree: ...`; None for down windows.",
     )
+    alert_at: datetime | None = Field(
+        default=None,
+        description="When the live alert (`analyze alerts`: VLLMPodWedged / VLLMPodDown) would have fired: the start "
+                    "plus the wedge window (its `for:`); None when the window was shorter (no page).",
+    )
 
 
 # ---------------------------------------------------------------------------
