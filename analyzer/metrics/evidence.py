@@ -22,6 +22,7 @@ from datetime import datetime
 
 import duckdb
 
+from ..sqlrun import ask
 from .samples import KV_CACHE_USAGE, REQUEST_SUCCESS, REQUESTS_RUNNING, REQUESTS_WAITING
 
 #: A KV cache this full (0..1) cannot admit another request.
@@ -29,20 +30,7 @@ KV_FULL = 0.98
 
 _SIGNALS = (REQUESTS_RUNNING, REQUESTS_WAITING, KV_CACHE_USAGE, REQUEST_SUCCESS)
 
-_QUERY = """
-SELECT metric, labels::VARCHAR, arg_min(value, ts), arg_max(value, ts), min(value), max(value),
-       -- a counter's increase across resets (queries/counter_rules.sql): each drop restarts from 0
-       sum(d)
-FROM (
-    SELECT metric, labels, ts, value,
-           counter_increase(lag(value) OVER (PARTITION BY metric, labels ORDER BY ts), value) AS d
-    FROM metric_samples
-    WHERE pod IS NOT DISTINCT FROM $pod AND model_name = $model AND list_contains($metrics, metric)
-      -- the samples at both ends show the change (the last increase, the next one)
-      AND ts > $start AND ts < $end AND isfinite(value)
-)
-GROUP BY ALL
-"""
+# The samples of each window: the question window_signals of queries/ (run by name).
 
 
 def _fmt(v: float) -> str:
@@ -58,8 +46,8 @@ def corroborate(con: duckdb.DuckDBPyConnection,
     """
     out = []
     for pod, model, start, end in windows:
-        rows = con.execute(_QUERY, {"pod": pod, "model": model, "metrics": list(_SIGNALS),
-                                    "start": start, "end": end}).fetchall()
+        rows = ask(con, "window_signals", {"pod": pod, "model_name": model, "metrics": list(_SIGNALS),
+                                           "since": start, "until": end})
         by: dict[str, list] = defaultdict(list)
         for metric, _labels, first, last, lo, hi, increase in rows:
             by[metric].append((first, last, lo, hi, increase or 0.0))

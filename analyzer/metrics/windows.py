@@ -90,6 +90,7 @@ import duckdb
 
 from ..db import transaction
 from ..holdings import WEDGE_WINDOW_SETTING
+from ..sqlrun import ask
 from .samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from .times import US, parse_duration, us_to_datetime, us_to_iso
 
@@ -685,35 +686,6 @@ def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5
     return result
 
 
-#: Each wedged-pod / pod-down turn in one window: the earliest of its kind and model containing it.
-_EPISODES = """
-WITH w AS (
-    SELECT row_number() OVER (ORDER BY start_ts, kind, pod NULLS FIRST, model_name, end_ts) AS wid, *
-    FROM pod_windows
-),
-hit AS (
-    SELECT w.wid, row_number() OVER (PARTITION BY t.request_id, t.ts ORDER BY w.wid) AS k
-    FROM turns t
-    JOIN w ON w.model_name = t.metric_model
-          AND w.kind = CASE t.incident_class WHEN 'wedged-pod' THEN 'wedged' ELSE 'down' END
-          AND coalesce(t.response_ts, t.ts) BETWEEN w.start_ts AND w.end_ts
-    WHERE t.incident_class IN ('wedged-pod', 'pod-down')
-),
-n AS (SELECT wid, count(*) AS failed FROM hit WHERE k = 1 GROUP BY wid)
-SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
-       (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
-       coalesce(n.failed, 0) AS failed_turns, w.detail,
-       CASE WHEN w.kind IN ('wedged', 'down') THEN alert_fires_at(w.start_ts, w.end_ts) END AS alert_at
-FROM w LEFT JOIN n USING (wid)
-WHERE ($models IS NULL OR w.model_name IN (
-          SELECT coalesce(m.model_name, x.model)
-          FROM (SELECT unnest($models) AS model) x LEFT JOIN model_map m ON m.log_model = x.model))
-  AND ($since IS NULL OR w.end_ts >= $since)
-  AND ($until IS NULL OR w.start_ts < $until)
-ORDER BY w.wid
-"""
-
-
 def wedged_episodes(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -731,14 +703,15 @@ def wedged_episodes(
     said (:func:`~.evidence.corroborate`). ``alert_at``: when the live alert
     (``analyze alerts``) would have fired for a wedged or down window, the start
     plus the wedge window (``alert_fires_at`` in queries/pod_alert_onset.sql), or
-    None (a sleeping window, or one too short to page). Call after
+    None (a sleeping window, or one too short to page). The rows are the question
+    ``wedged_episodes`` of queries/ (``analyze sql wedged_episodes``). Call after
     :func:`analyzer.turns.refresh_turns`. ``models`` (log model names, mapped
     through ``model_map``) and ``since``/``until`` (naive UTC; windows overlapping
     ``[since, until)``) filter like the summary's options.
     """
     from .evidence import corroborate
 
-    rows = con.execute(_EPISODES, {"models": models or None, "since": since, "until": until}).fetchall()
+    rows = ask(con, "wedged_episodes", {"models": models or None, "since": since, "until": until})
     out = [
         {"pod": pod, "model_name": model, "kind": kind,
          "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
