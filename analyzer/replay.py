@@ -95,6 +95,7 @@ from .online import (
     rung_payloads,
 )
 from .online.ladder import TRANSPORT_ERROR
+from .sqlrun import ask
 
 #: Statuses of the *first* call that mean the replay is misconfigured (bad key,
 #: wrong URL, unknown model), not that the model failed: they stop the replay.
@@ -292,16 +293,6 @@ def _load_system_prompts(con: duckdb.DuckDBPyConnection, shas: set[str]) -> dict
     return found
 
 
-_ELIGIBLE_SQL = """
-SELECT t.request_id, t.ts, t.session_id, t.model, t.origin, t.ladder_trigger, t.tools_count,
-       t.enable_thinking, t.max_tokens, t.thinking_token_budget, t.has_messages, r.raw
-FROM turns t
-LEFT JOIN records r
-  ON r.type = 'request' AND r.request_id = t.request_id AND r.ts = t.ts
- AND r.session_id IS NOT DISTINCT FROM t.session_id
-WHERE t.ladder_trigger IS NOT NULL
-ORDER BY t.ts, t.request_id
-"""
 
 
 def plan_replay(
@@ -313,7 +304,8 @@ def plan_replay(
     model: str | None = None,
     flatten: bool = False,
 ) -> ReplayPlan:
-    """Select the eligible full-capture turns and rebuild their payloads (no network).
+    """Select the eligible full-capture turns (the question ``replay_candidates`` of queries/) and rebuild
+    their payloads (no network).
 
     Args:
         con: an analyzer database with classified turns.
@@ -325,7 +317,7 @@ def plan_replay(
     """
     # --only-model takes names or LIKE patterns, as --model does in the summary
     wanted = (lambda m: any(like_match(m, p) for p in only_models)) if only_models else is_glm
-    rows = [r for r in con.execute(_ELIGIBLE_SQL).fetchall() if wanted(r[3])]
+    rows = [r for r in ask(con, "replay_candidates") if wanted(r[3])]
     not_captured = sum(1 for r in rows if not r[10] or r[11] is None)
     rows = [r for r in rows if r[10] and r[11] is not None]
     docs = []
