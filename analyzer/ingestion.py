@@ -52,6 +52,7 @@ from .ingest_sql import SNIPPET_CHARS
 from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
+from .sqlrun import ask
 
 def _env_int(name: str) -> int | None:
     value = os.environ.get(name)
@@ -779,10 +780,7 @@ def ingest(
         run.close()
     _record_skipped(con, report, run.now)
     report.quarantine_samples = [
-        {"path": p, "line_no": n, "reason": r}
-        for p, n, r in con.execute(
-            "SELECT path, line_no, reason FROM quarantine ORDER BY path, line_no LIMIT 5"
-        ).fetchall()
+        {"path": p, "line_no": n, "reason": r} for p, n, r in ask(con, "quarantine_samples", {"limit": 5})
     ]
     return report
 

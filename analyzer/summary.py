@@ -79,7 +79,6 @@ def build_summary(
     from .turns import ensure_turns
 
     ensure_turns(con)
-    q = lambda sql, p=None: con.execute(sql, p or {}).fetchall()  # noqa: E731
     scope = {"models": models or None, "since": since, "until": until}
 
     (turns, sessions, first, last, inferred, addressable, logged_turns) = next(
@@ -114,12 +113,10 @@ def build_summary(
         row["sessions_ended_on_failure"] = ended.get(m, (0, 0))[1]
 
     totals = {c: sum(n for (m, cc), n in by_class.items() if cc == c) for c in CLASSES}
-    quarantined = q("SELECT count(*) FROM quarantine")[0][0]
-    samples = [
-        {"path": p, "line_no": n, "reason": r}
-        for p, n, r in q("SELECT path, line_no, reason FROM quarantine ORDER BY path, line_no LIMIT 5")
-    ]
-    n_samples, n_windows = q("SELECT (SELECT count(*) FROM metric_samples), (SELECT count(*) FROM pod_windows)")[0]
+    # What the database holds whatever the filters (quarantined lines, metrics): the whole database.
+    quarantined = next(iter(ask(con, "quarantined_lines")), (0,))[0]
+    samples = [{"path": p, "line_no": n, "reason": r} for p, n, r in ask(con, "quarantine_samples", {"limit": 5})]
+    n_samples, _first, _last, n_windows = next(iter(ask(con, "metrics_held")), (0, None, None, 0))
     ended_total = sum(f for _, f in ended.values())
 
     sizing = build_sizing(con, scope)
@@ -168,8 +165,9 @@ def build_summary(
 
 # ---------------------------------------------------------------------------
 # What the inputs and the proxy itself say: skipped files, lost records, slow
-# completions, replicas. Each reads the summary's filters; the SQL is
-# in queries/ (lost_records_by_kind, slow_completions_by_model, replicas).
+# completions, replicas. Each reads the summary's filters (skipped files: the
+# whole database); the SQL is in queries/ (skipped_files_kept,
+# skipped_files_latest, lost_records_by_kind, slow_completions_by_model, replicas).
 
 #: What each kind of proxy_events line means, for the lines that say records were lost.
 LOST_KINDS: dict[str, str] = {
@@ -187,13 +185,10 @@ def skipped_files_summary(con: duckdb.DuckDBPyConnection, *, limit: int = 5) -> 
 
     The files skipped by *this* run are in the ingest report (``summary["ingest"]["skipped_files"]``).
     """
-    kept = con.execute("SELECT count(*) FROM skipped_files").fetchall()[0][0]
+    kept = next(iter(ask(con, "skipped_files_kept")), (0,))[0]
     latest = [
         {"path": p, "reason": r, "seen_at": t.isoformat() + "Z" if t else None}
-        for p, r, t in con.execute(
-            "SELECT path, reason, seen_at FROM skipped_files ORDER BY seen_at DESC NULLS LAST, path LIMIT $limit",
-            {"limit": limit},
-        ).fetchall()
+        for p, r, t in ask(con, "skipped_files_latest", {"limit": limit})
     ]
     return {"kept": kept, "latest": latest}
 
