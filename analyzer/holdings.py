@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from .isotime import iso_utc as _iso
+from .sqlrun import ask
 
 #: The wedge window when neither the option nor the database says one. It is also
 #: the counter rules' scrape gap (queries/counter_rules.sql reads the same setting
@@ -58,21 +59,19 @@ def holdings(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
     JSON-ready; the summary prints it as its ``database`` part.
     """
+    # The questions of queries/ (input_files_by_form, input_folders, records_held,
+    # record_days, metrics_held), run by name over the whole database.
     forms = {form: {"files": n, "records": int(r or 0), "quarantined": int(q or 0)}
-             for form, n, r, q in con.execute(
-                 "SELECT form, count(*), sum(records), sum(quarantined) FROM source_files GROUP BY form ORDER BY form"
-             ).fetchall()}
+             for form, n, r, q, _bytes in ask(con, "input_files_by_form")}
     sources: dict[str, int] = {}
     # One row per folder, not per file: a database of 10,000 chunks has a few folders.
     # (parse_dirpath, not a regexp: half the cost, and this runs twice on every run.)
-    for folder, n, example in con.execute(
-            "SELECT parse_dirpath(path, 'forward_slash'), count(*), min(path) FROM source_files GROUP BY 1 ORDER BY 1"
-    ).fetchall():
+    for folder, n, example in ask(con, "input_folders"):
         src = source_of(example)
         sources[src] = sources.get(src, 0) + n
-    first, last, n_records = con.execute("SELECT min(ts), max(ts), count(*) FROM records").fetchall()[0]
-    days = [d for (d,) in con.execute("SELECT DISTINCT ts::DATE FROM records").fetchall()]
-    samples, s_first, s_last = con.execute("SELECT count(*), min(ts), max(ts) FROM metric_samples").fetchall()[0]
+    first, last, n_records = next(iter(ask(con, "records_held")), (None, None, 0))
+    days = [d for (d,) in ask(con, "record_days")]
+    samples, s_first, s_last, _windows = next(iter(ask(con, "metrics_held")), (0, None, None, 0))
     return {
         "files": sum(f["files"] for f in forms.values()),
         "forms": forms,
