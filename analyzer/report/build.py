@@ -146,7 +146,7 @@ def resolve_period(
                             names={"week": "week", "since": "since", "until": "until"})
     if week:
         return _week_period(parse_week(week))
-    first, last = con.execute("SELECT min(ts), max(ts) FROM turns").fetchall()[0]
+    first, last = _bounds(con)
     if first is None:
         raise AnalyzerError("no turns in the database: ingest some logs first (analyze report FILES...)",
                             ExitCode.NO_INPUT)
@@ -167,19 +167,18 @@ def resolve_period(
 
 
 # ---------------------------------------------------------------------------
-# SQL: the questions of queries/ (all parameters are $named); the methods
-# footer's inventory of the database (files, records, migrations) is read here.
+# SQL: the questions of queries/ (all parameters are $named), the methods
+# footer's inventory of the database (files, records) included; only the
+# migrations it lists (the schema's own bookkeeping) are read here.
 
-_BOUNDS = "SELECT min(ts), max(ts) FROM turns"
-_INPUT_FORMS = "SELECT form, count(*) FROM source_files GROUP BY form ORDER BY form"
-_INPUT_EXAMPLES = "SELECT path FROM source_files ORDER BY path LIMIT $limit"
 _INDEX_BUCKETS = {1: "1", 2: "2", 3: "3–4", 4: "5–8", 5: "9–16", 6: "17–32", 7: "33+"}
 _DEPTH_BUCKETS = {1: "0", 2: "1", 3: "2–3", 4: "4–7", 5: "8–15", 6: "16+"}
 
 
-def _q(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
-    """Run one inventory query (SQL text, not a question)."""
-    return con.execute(sql, params or {}).fetchall()
+def _bounds(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
+    """The request time of the first and last turn in the database (None, None without turns)."""
+    first, last, _turns = next(iter(ask(con, "turn_time_range")), (None, None, 0))
+    return first, last
 
 
 def _scope(p: dict[str, Any], *, models: bool = True) -> dict[str, Any]:
@@ -630,17 +629,19 @@ def _versions() -> dict[str, str]:
 
 def _methods(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, summary_all: dict[str, Any],
              generated_at: datetime) -> Methods:
-    first, last = _q(con, _BOUNDS)[0]
-    n_files, n_bytes = _q(con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM source_files")[0]
-    records = _q(con, "SELECT count(*) FROM records")[0][0]
-    migrations = [name for (name,) in _q(con, "SELECT name FROM _migrations ORDER BY name")]
+    first, last = _bounds(con)
+    forms = ask(con, "input_files_by_form")
+    n_files, n_bytes = sum(r[1] for r in forms), sum(r[4] for r in forms)
+    records = next(iter(ask(con, "records_held")), (None, None, 0))[2]
+    # The schema's bookkeeping, not a question: which migrations made this database.
+    migrations = [name for (name,) in con.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
     # Partial: the data starts after the period's first day or ends before its last day.
     partial = (first is None or first >= period.since + timedelta(days=1)
                or last < period.until - timedelta(days=1))
     return Methods(
         since=period.since, until=period.until, data_first=first, data_last=last, partial_period=partial,
-        input_files=n_files, input_forms=dict(_q(con, _INPUT_FORMS)), input_bytes=int(n_bytes),
-        input_examples=[redact(path) or "" for (path,) in _q(con, _INPUT_EXAMPLES, {"limit": 5})],
+        input_files=n_files, input_forms={form: n for form, n, *_rest in forms}, input_bytes=int(n_bytes),
+        input_examples=[redact(path) or "" for (path,) in ask(con, "input_file_examples", {"limit": 5})],
         records=records, turns=summary_all["turns"], inferred_turns=summary_all["inferred"]["turns"],
         inferred_share=summary_all["inferred"]["share"],
         truncated_turns=next(iter(ask(con, "truncated_turns", _scope(p, models=False))), (0,))[0],
@@ -680,7 +681,7 @@ def build_context(
     p: dict[str, Any] = {"since": period.since, "until": period.until}
     focus, models = _focus_models(con, p)
     if not models:
-        first, last = _q(con, _BOUNDS)[0]
+        first, last = _bounds(con)
         raise AnalyzerError(f"no turns in {period.label}; the data covers {first:%Y-%m-%d %H:%M} .. "
                             f"{last:%Y-%m-%d %H:%M} UTC", ExitCode.NO_INPUT)
     p["models"] = models
