@@ -64,6 +64,13 @@ def test_every_query_file_says_what_it_answers():
         assert q.title and q.description, f"{q.path.name} needs a title and a description"
 
 
+def test_every_question_is_in_the_sql_page():
+    # A question the library runs is one a user can ask: docs/sql.md's tables name each.
+    doc = (ROOT / "docs" / "sql.md").read_text(encoding="utf-8")
+    missing = sorted(q.name for q in load_queries().values() if q.kind == "question" and f"`{q.name}`" not in doc)
+    assert not missing, f"docs/sql.md does not list the questions {missing}"
+
+
 def test_every_command_has_help():
     text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
     for command in app.registered_commands:
