@@ -76,9 +76,12 @@ def test_reading_ahead_gives_what_reading_after_gives(tmp_path, monkeypatch, cap
             super().__init__(paths)
 
     monkeypatch.setattr(ahead_module, "StagingAhead", Counted)
+
+    monkeypatch.setattr(run_command, "StagingAhead", Counted)  # as run.py imported it
     ahead = _run(logs, files, tmp_path / "ahead.duckdb", capsys)
     assert started == [[str(f) for f in files]]  # small logs: read ahead
     monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
+    monkeypatch.setattr(run_command, "worth_staging_ahead", lambda *a: False)  # as run.py imported it
     after = _run(logs, files, tmp_path / "after.duckdb", capsys)
     assert len(started) == 1
     assert _stable(ahead) == _stable(after)
@@ -213,6 +216,7 @@ def test_metric_files_among_the_logs_join_what_was_read_ahead(tmp_path, monkeypa
     for name, ahead in (("ahead", True), ("after", False)):
         if not ahead:
             monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
+            monkeypatch.setattr(run_command, "worth_staging_ahead", lambda *a: False)  # as run.py imported it
         runs[name] = _run(logs, files[:2], tmp_path / f"{name}.duckdb", capsys)
     assert _stable(runs["ahead"]) == _stable(runs["after"])
     assert [len(m["sources"]) for m in runs["ahead"]["metrics"]["loads"]] == [3]

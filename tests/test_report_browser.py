@@ -337,9 +337,10 @@ def test_fixture_report_in_chromium(chromium_path, fixture_report, tmp_path):
         rungs = table(page, "#ladder-rungs")
         assert rungs[1][:5] == ["tool-history-5xx", "tool_choice_none", "2", "2", "1"]
         wedged_row = table(page, "#windows-table")[1]
-        assert wedged_row[:7] == [
-            "wedged", "glm-5-0", "glm-5", "2026-11-20 08:00", "2026-11-20 08:30", "30.0", "1"]
-        assert len(wedged_row) == 8  # and what the other signals said (corroboration)
+        assert wedged_row[:6] == ["wedged", "glm-5-0", "glm-5", "2026-11-20 08:00", "2026-11-20 08:30", "30.0"]
+        assert wedged_row[6] == "2026-11-20 08:05 (+5.0 min)"  # when the alert would have fired
+        assert wedged_row[7] == "1"
+        assert len(wedged_row) == 9  # and what the other signals said (corroboration)
         model_rows = table(page, "#breakdown-model table")
         assert model_rows[1][:4] == ["glm-5", "15", "8", "8"] and model_rows[2][:4] == ["qwen3", "2", "1", "1"]
         # The hostile record renders as text, redacted.
@@ -376,7 +377,7 @@ def test_sample_week_report_in_chromium(chromium_path, tmp_path):
         assert page.evaluate("document.querySelector('[data-metric=turns]').innerText") == f"{truth['turns']:,}"
         windows = table(page, "#windows-table")
         assert [row[0] for row in windows[1:]] == [e[0] for e in truth["episodes"]]
-        assert sum(int(row[6]) for row in windows[1:]) == (  # "failures inside"; corroboration follows
+        assert sum(int(row[7]) for row in windows[1:]) == (  # "failures inside"; corroboration follows
             truth["failure_classes"]["wedged-pod"] + truth["failure_classes"]["pod-down"])
         classes = {row[0]: row[1] for row in table(page, "#headline-classes")[1:]}
         assert classes == {c: f"{n:,}" for c, n in truth["failure_classes"].items()}
