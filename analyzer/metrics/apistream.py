@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Callable
 import duckdb
 import numpy as np
 
+from .formats import api_result
 from .samples import KEPT_SPELLINGS, labels_json
 from .stage import STAGE, STAGE_COLUMNS, Series, intern_labels
 from .times import US
@@ -85,17 +86,8 @@ class SeriesStager:
             for item in doc:
                 self.add_document(item)
             return
-        if not isinstance(doc, dict):
-            raise ValueError("not a Prometheus API response (expected a JSON object)")
-        if doc.get("status") == "error":
-            raise ValueError(f"a Prometheus error response: {doc.get('errorType')}: {doc.get('error')}")
-        data = doc.get("data", doc)
-        if not isinstance(data, dict) or "result" not in data:
-            raise ValueError("not a Prometheus API response (no data.result)")
-        kind = data.get("resultType")
-        if kind not in ("matrix", "vector"):
-            raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
-        for series in data["result"] or []:
+        kind, result = api_result(doc)
+        for series in result:
             self.add(kind, series)
 
     def add(self, kind: str, series: Any) -> None:

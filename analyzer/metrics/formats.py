@@ -61,6 +61,25 @@ class FileRead:
 # Prometheus HTTP API JSON
 
 
+def api_result(doc: Any) -> tuple[str, list]:
+    """The ``resultType`` and ``result`` of one Prometheus API response (or its bare ``data``).
+
+    Raises:
+        ValueError: not an API response, an error response, or a result type other than matrix or vector.
+    """
+    if not isinstance(doc, dict):
+        raise ValueError("not a Prometheus API response (expected a JSON object)")
+    if doc.get("status") == "error":
+        raise ValueError(f"a Prometheus error response: {doc.get('errorType')}: {doc.get('error')}")
+    data = doc.get("data", doc)
+    if not isinstance(data, dict) or "result" not in data:
+        raise ValueError("not a Prometheus API response (no data.result)")
+    kind = data.get("resultType")
+    if kind not in ("matrix", "vector"):
+        raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
+    return kind, data["result"] or []
+
+
 def parse_prometheus_json(doc: Any) -> Iterator[Sample]:
     """Samples of a Prometheus API response (matrix or vector), its ``data``, or a list of them.
 
@@ -74,18 +93,9 @@ def parse_prometheus_json(doc: Any) -> Iterator[Sample]:
         for item in doc:
             yield from parse_prometheus_json(item)
         return
-    if not isinstance(doc, dict):
-        raise ValueError("not a Prometheus API response (expected a JSON object)")
-    if doc.get("status") == "error":
-        raise ValueError(f"a Prometheus error response: {doc.get('errorType')}: {doc.get('error')}")
-    data = doc.get("data", doc)
-    if not isinstance(data, dict) or "result" not in data:
-        raise ValueError("not a Prometheus API response (no data.result)")
-    kind = data.get("resultType")
-    if kind not in ("matrix", "vector"):
-        raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
+    kind, result = api_result(doc)
     try:
-        for series in data["result"] or []:
+        for series in result:
             labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
             name = labels.pop("__name__", "")
             pod = pod_identity(labels)
