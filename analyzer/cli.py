@@ -75,12 +75,13 @@ def run_cmd(
     prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
-    from .commands.run import run
+    from .commands.run import RunOptions, run
 
-    run(files=files or [], db=db, json_out=json_out, strict=strict, models=model, since=since, until=until,
-        metrics=metrics, wedge_window=wedge_window, save_wedge_window=save_wedge_window, prometheus=prometheus,
-        model_map=model_map, fail_on=fail_on, caller_deadline_s=caller_deadline,
-        prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout)
+    run(RunOptions(files=tuple(files or ()), db=db, json_out=json_out, strict=strict, model_patterns=tuple(model or ()),
+                   since=since, until=until, metrics=tuple(metrics or ()), wedge_window=wedge_window,
+                   save_wedge_window=save_wedge_window, prometheus=prometheus,
+                   prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout,
+                   model_map=tuple(model_map or ()), fail_on=tuple(fail_on or ()), caller_deadline_s=caller_deadline))
 
 
 @app.command("sql")

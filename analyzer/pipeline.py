@@ -7,6 +7,7 @@ call :func:`ingest_only` (or :func:`analyzer.ingest`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .db import connect_writer
@@ -15,6 +16,38 @@ from .ingestion import IngestReport, ingest
 from .summary import build_summary
 from .summary_cache import cached_summary
 from .turns import refresh_turns
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``analyze FILES...`` (``analyze run``) was asked to do: one object from the
+    command line to the job, instead of the same options passed on by hand at each step.
+
+    ``model_patterns`` are ``--model`` as given: names or LIKE patterns (``glm%``),
+    resolved to the models the database holds when the summary is made.
+    """
+
+    files: tuple[str, ...] = ()
+    db: Path | None = None
+    json_out: bool = False
+    strict: bool = False
+    model_patterns: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    metrics: tuple[str, ...] = ()
+    wedge_window: str | None = None
+    save_wedge_window: bool = False
+    prometheus: str | None = None
+    prometheus_selector: str | None = None
+    prometheus_timeout: str = "60s"
+    model_map: tuple[str, ...] = ()
+    fail_on: tuple[str, ...] = ()
+    caller_deadline_s: float | None = None
+
+    @property
+    def reads_inputs(self) -> bool:
+        """Logs, metric files or a Prometheus to read; else the run prints what the database holds."""
+        return bool(self.files or self.metrics or self.prometheus)
 
 
 def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None,

@@ -17,6 +17,7 @@ import pytest
 import analyzer.metrics.ahead as ahead_module
 from analyzer.commands import run as run_command
 from analyzer.errors import InputError
+from analyzer.pipeline import RunOptions
 from analyzer.sources import SourceFile
 from tests.test_metrics_cli import write_week
 
@@ -59,8 +60,8 @@ def _metrics_threads() -> list[str]:
 
 
 def _run(logs, files, db, capsys):
-    summary = run_command.run_main_job(files=[str(logs)], db=db, json_out=True,
-                                       metrics=[str(f) for f in files], wedge_window="2m")
+    summary = run_command.run_main_job(RunOptions(files=(str(logs),), db=db, json_out=True,
+                                                  metrics=tuple(str(f) for f in files), wedge_window="2m"))
     capsys.readouterr()
     return summary
 
@@ -119,8 +120,8 @@ def test_a_failed_ingest_stops_the_reading_and_closes_it(tmp_path, capsys):
         f.write("{not json\n")
     spills = _spill_dirs()
     with pytest.raises(InputError):
-        run_command.run_main_job(files=[str(logs)], db=tmp_path / "s.duckdb", json_out=True, strict=True,
-                                 metrics=[str(f) for f in files], wedge_window="2m")
+        run_command.run_main_job(RunOptions(files=(str(logs),), db=tmp_path / "s.duckdb", json_out=True, strict=True,
+                                            metrics=tuple(str(f) for f in files), wedge_window="2m"))
     assert _spill_dirs() == spills and not _metrics_threads()
 
 

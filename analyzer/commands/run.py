@@ -7,7 +7,6 @@ database holds. ``--fail-on`` thresholds are checked after the summary is printe
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..db import connect_writer
 from ..errors import AnalyzerError, ExitCode, InputError
@@ -19,7 +18,7 @@ from ..metrics.progress import metrics_progress
 from ..metrics.prometheus import parse_selector
 from ..metrics.readers import check_metric_paths
 from ..oncall import check_fail_on, parse_fail_on
-from ..pipeline import load_run_metrics, summarize_stored
+from ..pipeline import RunOptions, load_run_metrics, summarize_stored
 from ..safetext import terminal_text
 from ..sources import discover_inputs
 from ..isotime import parse_range
@@ -32,25 +31,7 @@ _FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout":
           "model_map": "--model-map", "since": "--since", "until": "--until", "models": "--model"}
 
 
-def run(
-    *,
-    files: list[str],
-    db: Path | None,
-    json_out: bool = False,
-    strict: bool = False,
-    models: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    metrics: list[str] | None = None,
-    wedge_window: str | None = None,
-    save_wedge_window: bool = False,
-    prometheus: str | None = None,
-    model_map: list[str] | None = None,
-    fail_on: list[str] | None = None,
-    caller_deadline_s: float | None = None,
-    prometheus_selector: str | None = None,
-    prometheus_timeout: str = "60s",
-) -> dict:
+def run(opts: RunOptions) -> dict:
     """The main job, or the stored summary when there is nothing to read; then ``--fail-on``.
 
     Returns the summary dict (printed as tables, or JSON with ``json_out``).
@@ -59,145 +40,108 @@ def run(
         AnalyzerError: a bad option (usage), a threshold crossed (exit 7), ...
     """
     thresholds = []
-    if fail_on:
+    if opts.fail_on:
         with naming(specs="--fail-on"):
-            thresholds = parse_fail_on(fail_on)  # a malformed threshold fails before any work
+            thresholds = parse_fail_on(list(opts.fail_on))  # a malformed threshold fails before any work
     with naming(**_FLAGS):
-        if not files and not metrics and not prometheus:  # `analyze --db X`: what the database holds
-            summary = summary_from_database(db=db, json_out=json_out, models=models, since=since, until=until,
-                                            wedge_window=wedge_window, save_wedge_window=save_wedge_window)
-        else:
-            summary = run_main_job(files=files, db=db, json_out=json_out, strict=strict, models=models,
-                                   since=since, until=until, metrics=metrics, wedge_window=wedge_window,
-                                   save_wedge_window=save_wedge_window, prometheus=prometheus, model_map=model_map,
-                                   caller_deadline_s=caller_deadline_s, prometheus_selector=prometheus_selector,
-                                   prometheus_timeout=prometheus_timeout)
+        summary = run_main_job(opts) if opts.reads_inputs else summary_from_database(opts)
     if thresholds:
         with naming(thresholds="--fail-on"):
             check_fail_on(summary, thresholds)
     return summary
 
 
-def run_main_job(
-    *,
-    files: list[str],
-    db: Path | None,
-    json_out: bool = False,
-    strict: bool = False,
-    models: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    metrics: list[str] | None = None,
-    wedge_window: str | None = None,
-    save_wedge_window: bool = False,
-    prometheus: str | None = None,
-    model_map: list[str] | None = None,
-    caller_deadline_s: float | None = None,
-    prometheus_selector: str | None = None,
-    prometheus_timeout: str = "60s",
-) -> dict:
-    """Ingest ``files`` into ``db``, classify every turn, print the sizing summary.
+def run_main_job(opts: RunOptions) -> dict:
+    """Ingest ``opts.files`` into ``opts.db``, classify every turn, print the sizing summary.
 
     Prints JSON on stdout with ``json_out``, else tables; diagnostics go to stderr.
     ``wedge_window`` is for this run only unless ``save_wedge_window`` (see
     :mod:`analyzer.holdings`). Returns the summary dict.
     """
-    since_dt, until_dt = parse_range(since, until)
-    # a bad value fails before any work
-    requested_w = parse_duration(wedge_window, "--wedge-window") if wedge_window else None
-    if caller_deadline_s is not None:
+    # every value is checked before any work
+    since_dt, until_dt = parse_range(opts.since, opts.until)
+    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    if opts.caller_deadline_s is not None:
         try:
-            check_caller_deadline(caller_deadline_s)
+            check_caller_deadline(opts.caller_deadline_s)
         except ValueError as exc:
             raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
-    deadline_s = parse_duration(prometheus_timeout, "--prometheus-timeout")
-    if prometheus_selector:
-        if not prometheus:
+    deadline_s = parse_duration(opts.prometheus_timeout, "--prometheus-timeout")
+    if opts.prometheus_selector:
+        if not opts.prometheus:
             raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
-        parse_selector(prometheus_selector)
-    if metrics:  # a missing metrics path, or a log given as metrics, fails before any work
-        check_metric_paths(metrics)
-    sources = discover_inputs(files)  # a missing input fails before a database is created
-    job = dict(strict=strict, models=models, since_dt=since_dt, until_dt=until_dt, metrics=metrics,
-               requested_w=requested_w, save_wedge_window=save_wedge_window, prometheus=prometheus,
-               model_map=model_map, caller_deadline_s=caller_deadline_s, selector=prometheus_selector,
-               deadline_s=deadline_s)
-    shown = sys.stderr.isatty() and not json_out
+        parse_selector(opts.prometheus_selector)
+    if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
+        check_metric_paths(list(opts.metrics))
+    sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
+    shown = sys.stderr.isatty() and not opts.json_out
     # Beside small logs the metric files are read (into a scratch database) from
     # now on, while the database opens and the logs are ingested; the metrics' load
     # takes what was read. Abandoned on the way out whatever happened (a failed
     # connect or ingest, Ctrl-C): nothing once the load took it.
-    ahead = StagingAhead(metrics) if worth_staging_ahead(metrics, sources.files) else None
+    ahead = StagingAhead(list(opts.metrics)) if worth_staging_ahead(list(opts.metrics), sources.files) else None
     try:
-        con = connect_writer(db)
+        con = connect_writer(opts.db)
         try:
-            summary, report, _metric_loads = _job(con, sources, progress_shown=shown, ahead=ahead, **job)
+            summary, report = _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt,
+                                   requested_w=requested_w, deadline_s=deadline_s, progress_shown=shown, ahead=ahead)
         finally:
             con.close()
     finally:
         if ahead is not None:
             ahead.abandon()
-    _write(_render(summary, json_out), summary, json_out)
-    if strict and report.skipped_files:
+    _write(_render(summary, opts.json_out), summary, opts.json_out)
+    if opts.strict and report.skipped_files:
         raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
     return summary
 
 
-def _job(con, sources, *, progress_shown: bool, strict: bool, models, since_dt, until_dt, metrics, requested_w,
-         save_wedge_window: bool, prometheus, model_map, caller_deadline_s, selector, deadline_s,
-         ahead=None) -> tuple[dict, object, list]:
-    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report, metric loads).
+def _job(con, sources, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s, progress_shown: bool,
+         ahead=None) -> tuple[dict, object]:
+    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report).
 
-    ``ahead``: the ``--metrics`` files being read since the run began
-    (:class:`analyzer.metrics.ahead.StagingAhead`), for the metrics' load; the
-    caller abandons it on the way out.
+    ``since_dt``/``until_dt``, ``requested_w`` and ``deadline_s`` are ``opts``'
+    values already checked. ``ahead``: the ``--metrics`` files being read since the
+    run began (:class:`analyzer.metrics.ahead.StagingAhead`), for the metrics' load;
+    the caller abandons it on the way out.
     """
     before = holdings(con)
-    stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
+    stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
     with byte_progress("ingesting", progress_shown) as progress:
-        report = ingest(con, sources, strict=strict, progress=progress)
+        report = ingest(con, sources, strict=opts.strict, progress=progress)
     print_ingest_diagnostics(report)
     _fail_when_nothing_was_read(report)
-    if report.metric_files:  # Prometheus exports passed among the logs
-        metrics = list(metrics or []) + report.metric_files
+    metrics = list(opts.metrics) + report.metric_files  # with Prometheus exports passed among the logs
     with metrics_progress(progress_shown) as mprogress:
-        metric_loads = load_run_metrics(con, report, metrics, prometheus, model_map, stored_w, since_dt, until_dt,
-                                        force=save_wedge_window, selector=selector,
-                                        deadline_s=deadline_s, progress=mprogress, ahead=ahead)
+        metric_loads = load_run_metrics(con, report, metrics, opts.prometheus, list(opts.model_map), stored_w,
+                                        since_dt, until_dt, force=opts.save_wedge_window,
+                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress,
+                                        ahead=ahead)
     for load in metric_loads:
         for warning in load.warnings:
             warn(warning)  # pod names are log text
-    classified = refresh_turns(con, caller_deadline_s=caller_deadline_s)
+    classified = refresh_turns(con, caller_deadline_s=opts.caller_deadline_s)
     # Every file known and unchanged (none read), no metrics loaded, no windows
     # stored: what the database holds is what it held before the run.
-    unchanged = report.files_unchanged == report.files_seen and not metric_loads and not save_wedge_window
-    summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
-                               database=before if unchanged else None,
+    unchanged = report.files_unchanged == report.files_seen and not metric_loads and not opts.save_wedge_window
+    summary = summarize_stored(con, models=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+                               one_off_wedge_s=one_off_w, database=before if unchanged else None,
                                records_signature=classified.records_signature)
     summary["ingest"] = report.to_dict()
     summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
-    return summary, report, metric_loads
+    return summary, report
 
 
-def summary_from_database(
-    *,
-    db: Path | None,
-    json_out: bool = False,
-    models: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    wedge_window: str | None = None,
-    save_wedge_window: bool = False,
-) -> dict:
+def summary_from_database(opts: RunOptions) -> dict:
     """``analyze --db X`` with no files: the summary of what the database holds, with the filters.
 
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    since_dt, until_dt = parse_range(since, until)
-    requested_w = parse_duration(wedge_window, "--wedge-window") if wedge_window else None
-    target = existing_db(db)
+    since_dt, until_dt = parse_range(opts.since, opts.until)
+    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    target = existing_db(opts.db)
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
                             f"data: there is no database at {target}", ExitCode.USAGE)
@@ -206,16 +150,16 @@ def summary_from_database(
         if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
             raise AnalyzerError(f"the database {target} holds no records: give log files to ingest "
                                 "(analyze FILES... --db ...)", ExitCode.USAGE)
-        stored_w, one_off_w = plan_wedge_window(con, requested_w, save_wedge_window)
-        if save_wedge_window and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
+        stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
+        if opts.save_wedge_window and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
-        summary = summarize_stored(con, models=models, since=since_dt, until=until_dt, one_off_wedge_s=one_off_w,
-                                   records_signature=classified.records_signature)
+        summary = summarize_stored(con, models=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+                                   one_off_wedge_s=one_off_w, records_signature=classified.records_signature)
     finally:
         con.close()
-    _write(_render(summary, json_out), summary, json_out)  # as the ingest's run prints it
+    _write(_render(summary, opts.json_out), summary, opts.json_out)  # as the ingest's run prints it
     return summary
 
 
