@@ -57,6 +57,7 @@ from .metrics.samples import (
     REQUESTS_WAITING, SLEEP_STATE, UP,
 )
 from .metrics.times import parse_duration
+from .metrics.prometheus import parse_selector
 
 WEDGED_ALERT = "VLLMPodWedged"
 DOWN_ALERT = "VLLMPodDown"
@@ -118,8 +119,6 @@ class AlertSettings:
             AnalyzerError: (usage) a bad duration, selector or pod label, or a wedge
                 window too short for the intervals.
         """
-        from .metrics.prometheus import parse_selector
-
         base = cls()
         s = cls(
             wedge_window_s=base.wedge_window_s if wedge_window is None else parse_duration(wedge_window, "--wedge-window"),

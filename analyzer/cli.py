@@ -14,6 +14,11 @@ import typer
 from .errors import AnalyzerError, ExitCode
 from .exits import guarded
 
+# Each command function imports its module of analyzer.commands when it runs: `analyze
+# --help` loads typer alone, and a command loads what it uses (duckdb, polars, plotly and
+# jinja2 are not all needed by every command). These are the package's only deferred
+# imports of its own modules besides analyzer.api's (the notebook's `import analyzer`)
+# and the metrics readers' httpx and numpy, each said where it stands.
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -18,6 +18,13 @@ import duckdb
 
 from .errors import DatabaseError
 from .paths import default_db_path
+from .ingest_sql import blank_sql
+from .ingest_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL
+from . import __version__
+from .errors import is_write_failure, one_line, WriteError
+from .interrupt import track
+from .queries import create_temp_macros
+from .queries import create_views
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -379,7 +386,6 @@ def _m004_production_inputs(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
-    from .ingest_sql import blank_sql
 
     content = "json_extract_string(raw, '$.content')"
     preview = "json_extract_string(raw, '$.content_preview')"
@@ -502,8 +508,6 @@ def _m008_ladder_weeks(con: duckdb.DuckDBPyConnection) -> None:
 
 def _m009_ingest_guards(con: duckdb.DuckDBPyConnection) -> None:
     """Source files' change time; records timed outside the log times moved to quarantine."""
-    from .ingest_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL
-
     con.execute(
         f"""
         -- The file's status-change time (st_ctime) when registered: any write to it
@@ -670,8 +674,6 @@ def check_ours(con: duckdb.DuckDBPyConnection, target: str) -> None:
     known = {name for name, _ in MIGRATIONS}
     unknown = sorted(r[0] for r in con.execute("SELECT name FROM _migrations").fetchall() if r[0] not in known)
     if unknown:
-        from . import __version__
-
         raise DatabaseError(f"{target} was written by a newer analyzer (schema {', '.join(unknown)} unknown to "
                             f"analyzer {__version__}); upgrade the analyzer, or pass another --db")
 
@@ -763,12 +765,9 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         if con is None:
             con = duckdb.connect(target, read_only=read_only, config=full)
     except (duckdb.IOException, duckdb.Error) as exc:
-        from .errors import is_write_failure, one_line, WriteError
-
         if is_write_failure(exc) and not Path(target).exists():
             raise WriteError(f"cannot create database {target}: {one_line(str(exc))}") from exc
         raise DatabaseError(f"cannot open database {target}: {one_line(str(exc))}") from exc
-    from .interrupt import track
 
     track(con)  # Ctrl-C stops a long statement instead of waiting for it
     try:
@@ -787,8 +786,6 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         con.close()
         raise
     if read_only:
-        from .queries import create_temp_macros
-
         try:
             create_temp_macros(con)  # an older database lacks today's macros
         except duckdb.Error:
@@ -798,12 +795,10 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
             migrate(con)
             if not _ingests_running:
                 discard_unfinished_batches(con)  # a run killed inside a batch
-            from .queries import create_views
 
             create_views(con)
         except duckdb.Error as exc:
             con.close()
-            from .errors import is_write_failure, one_line, WriteError
 
             if is_write_failure(exc):
                 raise WriteError(f"cannot write database {target}: {one_line(str(exc))}") from exc

@@ -29,6 +29,12 @@ from typing import Any
 import duckdb
 
 from .errors import AnalyzerError, ExitCode
+from .db import transaction
+from .holdings import DEFAULT_WEDGE_WINDOW_S, stored_wedge_window
+from .ingestion import ingest
+from .turns import refresh_turns
+from .metrics.store import forget_sources
+from .metrics import recompute_windows
 
 
 @dataclass
@@ -100,11 +106,6 @@ def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, u
 def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, until=None,
            dry_run: bool = False) -> ForgetReport:
     """Forget the files ``paths`` (and/or the range) name; re-derive the rest. See the module docstring."""
-    from .db import transaction
-    from .holdings import DEFAULT_WEDGE_WINDOW_S, stored_wedge_window
-    from .ingestion import ingest
-    from .turns import refresh_turns
-
     chosen, straddling = select_files(con, paths, since, until)
     metric_sources = [s for (s,) in con.execute("SELECT DISTINCT source FROM metric_samples").fetchall()
                       if s and paths and any(_matches(s, g) for g in paths)] if paths else []
@@ -130,8 +131,6 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM source_files WHERE file_id IN (SELECT file_id FROM forget_ids)")
         if metric_sources:
-            from .metrics.store import forget_sources
-
             forget_sources(con, metric_sources)
         # Replay attempts of turns that are no longer in the database.
         report.replay_attempts = con.execute(
@@ -155,8 +154,6 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         ingest(con, present)
     if con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] or \
             con.execute("SELECT count(*) FROM pod_windows").fetchall()[0][0]:
-        from .metrics import recompute_windows
-
         recompute_windows(con, stored_wedge_window(con) or DEFAULT_WEDGE_WINDOW_S)
         report.windows_recomputed = True
     refresh_turns(con)

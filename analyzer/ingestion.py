@@ -53,6 +53,7 @@ from .input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, 
 from .linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
 from .sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
 from .sqlrun import ask
+from .interrupt import track
 
 def _env_int(name: str) -> int | None:
     value = os.environ.get(name)
@@ -484,8 +485,6 @@ class _Ingest:
     def _pool(self):
         if self._stores is None:
             from concurrent.futures import ThreadPoolExecutor
-
-            from .interrupt import track
 
             self._cursors = []
             database = self.con.execute("SELECT current_database()").fetchall()[0][0]

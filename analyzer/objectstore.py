@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import AnalyzerError, ExitCode, InputError
+from .scrub import scrub
 
 # The proxy's bucket layout, anywhere below the prefix given.
 LAYOUT = (
@@ -170,8 +171,6 @@ def _remote_error(exc: Exception, url: str, endpoint: str | None) -> AnalyzerErr
         return AnalyzerError(f"{where}: no S3 credentials (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
                              "or a profile with --s3-profile / AWS_PROFILE)", ExitCode.USAGE)
     if isinstance(exc, ClientError):
-        from .scrub import scrub
-
         err = exc.response.get("Error", {})  # the server's words: they may quote a signature or a key
         return AnalyzerError(scrub(f"{where}: {err.get('Code', 'error')}: {err.get('Message', '')}".rstrip(": ")),
                              ExitCode.UPSTREAM)

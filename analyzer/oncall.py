@@ -26,6 +26,8 @@ import duckdb
 from .errors import AnalyzerError, ExitCode
 from .isotime import iso_utc as _iso
 from .online import CLASSES
+from .sqlrun import execute
+from .scrub import scrub
 
 #: Two 429s of one provider and model at most this far apart are one burst.
 BURST_GAP_S = 300
@@ -39,8 +41,6 @@ ERROR_GROUPS = 20
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """Run a question of queries/ (the same path as ``analyze sql NAME``) as a list of dicts."""
-    from .sqlrun import execute
-
     cur = execute(con, name, params)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row)) for row in cur.fetchall()]
@@ -54,8 +54,6 @@ def _num(value: Any) -> Any:
 
 
 def _clean(text: Any) -> str | None:
-    from .scrub import scrub
-
     return scrub(str(text)) if text is not None else None
 
 
@@ -67,8 +65,6 @@ _STAND_INS = (("<n>", "9090909"), ("<id>", "8080808"), ("<addr>", "7070707"), ("
 
 def _clean_pattern(pattern: Any) -> str | None:
     """A normalised error text, scrubbed as the text it came from would be."""
-    from .scrub import scrub
-
     if pattern is None:
         return None
     text = str(pattern)

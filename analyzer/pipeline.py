@@ -16,6 +16,12 @@ from .ingestion import IngestReport, ingest
 from .summary import build_summary
 from .summary_cache import cached_summary
 from .turns import refresh_turns
+from .db import discarded
+from .holdings import describe_seconds, stored_wedge_window
+from .summary import filter_notes, resolve_models
+from .metrics import recompute_windows
+from .metrics import load_metrics, load_prometheus, parse_duration, parse_model_map, recompute_windows
+from .metrics import stage_metric_files
 
 
 @dataclass(frozen=True)
@@ -61,16 +67,10 @@ def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None
     reads changed since (else it is taken here); ``records_signature`` is the one
     of the refresh just done (:attr:`analyzer.turns.ClassifyReport.records_signature`).
     """
-    from .db import discarded
-    from .holdings import describe_seconds, stored_wedge_window
-    from .summary import filter_notes, resolve_models
-
     chosen = resolve_models(con, models)
     has_samples = con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] > 0
     notes: list[str] = []
     if one_off_wedge_s is not None and has_samples:
-        from .metrics import recompute_windows
-
         with discarded(con):
             recompute_windows(con, one_off_wedge_s)
             refresh_turns(con)
@@ -104,8 +104,6 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
     the loads; their ``warnings`` (coarse samples, pods without a model, ...) are
     the caller's to show.
     """
-    from .metrics import load_metrics, load_prometheus, parse_duration, parse_model_map, recompute_windows
-
     mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
@@ -113,8 +111,6 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
         if ahead is not None:
             staged = ahead.result()
             if ingested.metric_files:  # metric files found among the logs: read into the same stage
-                from .metrics import stage_metric_files
-
                 stage_metric_files(ingested.metric_files, progress, into=staged)
         loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
                                   staged=staged))

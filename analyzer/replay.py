@@ -96,6 +96,7 @@ from .online import (
 )
 from .online.ladder import TRANSPORT_ERROR
 from .sqlrun import ask
+from .scrub import scrub as scrub_credentials
 
 #: Statuses of the *first* call that mean the replay is misconfigured (bad key,
 #: wrong URL, unknown model), not that the model failed: they stop the replay.
@@ -536,8 +537,6 @@ def secret_forms(secret: str) -> list[str]:
 
 def scrubber(secret: str | None) -> Callable[[str | None], str | None]:
     """A scrub for texts that may quote ``secret``: every escaped form of it, and credentials in general."""
-    from .scrub import scrub as scrub_credentials
-
     forms = secret_forms(secret) if secret else []
 
     def scrub(text: str | None) -> str | None:

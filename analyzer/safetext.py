@@ -10,6 +10,7 @@ through :func:`printable` (escape control characters) or :func:`terminal_text`
 from __future__ import annotations
 
 import re
+from .scrub import scrub
 
 # C0 controls (tab and newline included: a value is shown on one line), DEL, C1
 # controls, and the Unicode bidi/format characters that reorder or hide text.
@@ -46,7 +47,5 @@ def page_text(text: object) -> str:
 
 def terminal_text(text: object) -> str:
     """Log text for the terminal: credentials scrubbed (:func:`analyzer.scrub.scrub`), controls escaped."""
-    from .scrub import scrub
-
     s = "" if text is None else str(text)
     return printable(scrub(s))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
+from .objectstore import sync_for_ingest
 
 JSONL = "jsonl"
 KUBECTL = "kubectl"
@@ -420,8 +421,6 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
                 out.files.append(stdin_source())
             continue
         if arg.startswith("s3://"):  # mirrored into the local cache first (analyzer.objectstore)
-            from .objectstore import sync_for_ingest
-
             arg = sync_for_ingest(arg)
         paths = _candidates(arg, out)
         if not paths and not any(s["path"].startswith(str(Path(arg).expanduser())) for s in out.skipped + out.notes):

@@ -12,6 +12,10 @@ from .metrics import wedged_episodes
 from .online import CLASSES
 from .sizing import build_sizing
 from .sqlrun import ask
+from .errors import AnalyzerError, ExitCode
+from .safetext import terminal_text
+from .turns import ensure_turns
+from .oncall import build_oncall
 
 def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -> list[str] | None:
     """The models the ``patterns`` name (``ILIKE``, as in ``analyze sql``), or None for all.
@@ -22,7 +26,6 @@ def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -
     """
     if not patterns:
         return None
-    from .errors import AnalyzerError, ExitCode
 
     # Every model in the database, busiest first.
     known = sorted(((m, n) for m, _glm, n in ask(con, "models_in_scope")), key=lambda mn: (-mn[1], mn[0]))
@@ -31,8 +34,6 @@ def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -
         hits = [m for m, _ in known if like_match(m, pattern)]
         if not hits:
             import difflib
-
-            from .safetext import terminal_text
 
             names = [m for m, _ in known]
             close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
@@ -76,8 +77,6 @@ def build_summary(
     ``with_oncall=False`` leaves out the on-call block (``oncall`` is None), for
     callers that take it from another summary.
     """
-    from .turns import ensure_turns
-
     ensure_turns(con)
     scope = {"models": models or None, "since": since, "until": until}
 
@@ -292,6 +291,4 @@ def oncall_summary(
     until: datetime | None = None,
 ) -> dict[str, Any]:
     """The summary's ``oncall`` block: :func:`analyzer.oncall.build_oncall` with the summary's filters."""
-    from .oncall import build_oncall
-
     return build_oncall(con, models=models, since=since, until=until)

@@ -19,6 +19,7 @@ import duckdb
 
 from .db import transaction
 from .turns import records_signature as _records_of
+from .paths import code_files
 
 # The records (analyzer.turns.records_signature), then one aggregate per row of
 # the other tables, in one statement: as scalar subqueries of one SELECT DuckDB
@@ -47,8 +48,6 @@ def _code() -> str:
     """A hash of the code and SQL that make a summary (so an upgrade recomputes it)."""
     global _code_hash
     if _code_hash is None:
-        from .paths import code_files
-
         h = hashlib.md5()
         for p in code_files():
             h.update(p.read_bytes())

@@ -17,6 +17,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .safetext import printable, terminal_text
+from .scrub import scrub_strings
+from .focus import is_glm
+from .holdings import describe_seconds
+from .isotime import iso_utc
+from .replay import NOT_RECOVERED
+from .online.ladder import NOT_TRIGGERED
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -117,8 +123,6 @@ def summary_text(summary: dict[str, Any]) -> str:
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary of :func:`analyzer.summary.build_summary` for a person (every string
     scrubbed of credentials first, :func:`analyzer.scrub.scrub_strings`)."""
-    from .scrub import scrub_strings
-
     summary = scrub_strings(summary)
     out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else PIPED_WIDTH)
     tr = summary["time_range"]
@@ -338,8 +342,6 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 def _class_table(summary: dict[str, Any]) -> Table:
     """Classes by row; GLM models each in a column (GLM first), other models together."""
-    from .focus import is_glm
-
     glm = [m for m in summary["models"] if is_glm(m["model"])]
     others = [m for m in summary["models"] if not is_glm(m["model"])]
     groups: list[tuple[str, list[dict]]] = [(_t(m["model"]), [m]) for m in glm[:4]]
@@ -485,7 +487,6 @@ def print_holdings(summary: dict[str, Any], out: Console) -> None:
     h = summary.get("database")
     if not h:
         return
-    from .holdings import describe_seconds
 
     forms = ", ".join(f"{n['files']:,} {_FORM_NAMES.get(form, form)}" for form, n in h["forms"].items())
     srcs = h["sources"]
@@ -586,8 +587,6 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 def json_text(doc: Any) -> str:
     """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end;
     every string scrubbed of credentials (:func:`analyzer.scrub.scrub_strings`)."""
-    from .scrub import scrub_strings
-
     return json.dumps(scrub_strings(doc), indent=2, default=str) + "\n"
 
 
@@ -674,15 +673,11 @@ def _say(text: str = "") -> None:
 
 
 def _turn_time(ts: Any) -> str:
-    from .isotime import iso_utc
-
     return iso_utc(ts, "microseconds")
 
 
 def print_replay_header(plan: "ReplayPlan", endpoint: str | None, *, dry: bool) -> None:
     """What will be replayed (or would be), the rungs, and what was skipped or cannot be recovered."""
-    from .replay import NOT_RECOVERED
-
     which = "GLM models" if not plan.models else ", ".join(plan.models)
     n = len(plan.turns)
     if dry:
@@ -722,8 +717,6 @@ def print_replay_dry_run(plan: "ReplayPlan", doc: dict[str, Any]) -> None:
 
 def print_replay_report(report: "ReplayReport") -> None:
     """The replay: per turn its outcome and attempts, recovery per rung, and what was stored."""
-    from .online.ladder import NOT_TRIGGERED
-
     print_replay_header(report.plan, report.endpoint, dry=False)
     _say()
     _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "

@@ -26,6 +26,7 @@ from .online import (
 )
 from .online.classify import ERROR_HEAD_CHARS
 from .online.ladder import class_trigger
+from .queries import load_queries
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
@@ -254,8 +255,6 @@ def rebuild_session_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _queries():
-    from .queries import load_queries
-
     return load_queries()
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from ..alerts import AlertSettings, render_prometheus_rule, render_rules, render_unit_tests
+from ..errors import AnalyzerError, ExitCode
+from .options import naming
 
 
 def alerts_command(*, output: str | Path | None = None, unit_tests: str | Path | None = None,
@@ -13,10 +16,6 @@ def alerts_command(*, output: str | Path | None = None, unit_tests: str | Path |
                    runbook_url: str | None = None, name: str = "vllm-wedge", namespace: str | None = None,
                    object_labels: list[str] | None = None) -> str:
     """Write the rules to ``output`` (stdout when None) and the unit tests to ``unit_tests``; return the rules text."""
-    from ..alerts import AlertSettings, render_prometheus_rule, render_rules, render_unit_tests
-    from ..errors import AnalyzerError, ExitCode
-    from .options import naming
-
     with naming(selector="--prometheus-selector"):
         settings = AlertSettings.parse(wedge_window=wedge_window, evaluation_interval=evaluation_interval,
                                        scrape_interval=scrape_interval, selector=selector, pod_label=pod_label,

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from ..db import connect
+from ..export import export_parquet
+from ..terminal import print_export_report
+from .options import naming
 
 
 def export_command(out_dir: str | Path, db: str | Path | None = None):
     """Export from the database (opened read-only) and print a one-line summary; return the
     :class:`analyzer.export.ExportReport`."""
-    from ..db import connect
-    from ..export import export_parquet
-    from ..terminal import print_export_report
-    from .options import naming
-
     con = connect(db, read_only=True)
     try:
         with naming(out_dir="--parquet"):

@@ -6,6 +6,11 @@ from pathlib import Path
 
 from ..errors import AnalyzerError, ExitCode
 from .options import existing_db, naming
+from ..db import connect_writer
+from ..errors import DatabaseError
+from ..forget import forget
+from ..isotime import parse_range
+from ..terminal import print_forget_report, print_json
 
 
 def forget_command(paths: list[str], *, since: str | None, until: str | None, dry_run: bool = False,
@@ -16,12 +21,6 @@ def forget_command(paths: list[str], *, since: str | None, until: str | None, dr
     Raises:
         AnalyzerError: (usage) nothing said to forget; DatabaseError: no database there.
     """
-    from ..db import connect_writer
-    from ..errors import DatabaseError
-    from ..forget import forget
-    from ..isotime import parse_range
-    from ..terminal import print_forget_report, print_json
-
     if not paths and since is None and until is None:
         raise AnalyzerError("say what to forget: file paths (or folders, globs), and/or --since/--until",
                             ExitCode.USAGE)

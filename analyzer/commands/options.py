@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import AnalyzerError
+from ..paths import default_db_path
 
 
 def option_message(err: AnalyzerError, flag: str) -> str:
@@ -68,6 +69,4 @@ def naming(**flags: str) -> Iterator[None]:
 
 def existing_db(db: Path | None) -> Path:
     """The database file the command reads: ``db``, else ``$ANALYZER_DB`` or ./analyzer.duckdb."""
-    from ..paths import default_db_path
-
     return Path(db) if db is not None else default_db_path()

@@ -8,6 +8,10 @@ from typing import Any
 
 from ..errors import AnalyzerError, ExitCode
 from .options import naming
+from ..db import connect_writer
+from ..replay import check_api_key, dry_run_doc, endpoint_url, load_tools_file, nothing_replayed_doc, plan_replay, public_endpoint, replay
+from ..terminal import print_json, print_replay_dry_run, print_replay_header, print_replay_report
+from ..turns import ensure_turns
 
 
 def replay_command(
@@ -31,12 +35,6 @@ def replay_command(
 
     Returns the JSON-ready report that ``--json`` prints.
     """
-    from ..db import connect_writer
-    from ..replay import (check_api_key, dry_run_doc, endpoint_url, load_tools_file, nothing_replayed_doc,
-                          plan_replay, public_endpoint, replay)
-    from ..terminal import print_json, print_replay_dry_run, print_replay_header, print_replay_report
-    from ..turns import ensure_turns
-
     if limit is not None and limit < 1:
         raise AnalyzerError("--limit must be at least 1", ExitCode.USAGE)
     if rate is not None and rate < 0:

@@ -16,6 +16,10 @@ from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 import duckdb
 
 from ..errors import AnalyzerError, ExitCode
+from .options import naming
+from ..sqlrun import FORMATS, READ_ONLY_SETTINGS, SqlError, bind_params, check_read_only, execute, fetch_rows, list_queries, resolve, WRITERS
+from ..db import connect, connect_writer
+from ..sqlrun import QueryParamError
 
 
 def run_sql(
@@ -43,17 +47,12 @@ def run_sql(
         UnknownQueryError, QueryParamError, SqlError (exit 2);
         analyzer.errors.DatabaseError (exit 5).
     """
-    from .options import naming
-
     # The read-only refusals' remedy (``open the database read-write``), as this command says it.
     with _param_flags(), naming(write="pass --write"):
         return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, out=out, err=err)
 
 
 def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
-    from ..sqlrun import (FORMATS, READ_ONLY_SETTINGS, SqlError, bind_params, check_read_only, execute,
-                          fetch_rows, list_queries, resolve, WRITERS)
-
     out = out or sys.stdout
     err = err or sys.stderr
     if list_only:
@@ -67,8 +66,6 @@ def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
     bind_params(resolved, given)  # fail on parameters before touching the database
     if not write:
         check_read_only(resolved.sql)
-
-    from ..db import connect, connect_writer
 
     con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
@@ -96,8 +93,6 @@ def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
 @contextmanager
 def _param_flags() -> Iterator[None]:
     """A query's missing parameters, said as the ``--param`` options that give them."""
-    from ..sqlrun import QueryParamError
-
     try:
         yield
     except QueryParamError as exc:
@@ -118,8 +113,6 @@ def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
         key, sep, value = item.partition("=")
         key = key.strip().lstrip("$")
         if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-            from ..sqlrun import QueryParamError
-
             raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
         out[key] = value if value != "" else None
     return out

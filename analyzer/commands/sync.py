@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from ..objectstore import sync
+from ..terminal import print_json
 
 
 def sync_command(url: str, *, profile: str | None = None, endpoint_url: str | None = None,
                  cache_dir: str | Path | None = None, json_out: bool = False):
     """Mirror the bucket prefix and print what was done; return the :class:`analyzer.objectstore.SyncReport`."""
-    from ..objectstore import sync
-    from ..terminal import print_json
-
     report = sync(url, profile=profile, endpoint_url=endpoint_url, cache_dir=cache_dir)
     if json_out:
         print_json(report.to_dict())

@@ -35,6 +35,9 @@ from .store import parse_model_map, store_model_map
 from .times import US, parse_duration, to_epoch_us, us_to_datetime
 from .windows import DOWN, SLEEPING, WEDGED, WindowResult, recompute_windows, wedged_episodes, write_windows
 from ..urls import public_url
+from .readers import stage_file
+from ..errors import AnalyzerError, ExitCode
+from ..scrub import scrub
 
 __all__ = [
     "MetricsReport", "StagedFiles", "load_metrics", "stage_metric_files", "load_prometheus", "recompute_windows", "wedged_episodes",
@@ -113,8 +116,6 @@ def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
     Raises:
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
     """
-    from .readers import stage_file
-
     paths = list(paths)
     files = discover_metric_files(paths)
     sizes = [f.stat().st_size for f in files]
@@ -222,7 +223,9 @@ def load_prometheus(
         AnalyzerError: (upstream) Prometheus unreachable or answering an error;
             (usage) bad arguments.
     """
-    from .prometheus import fetch_range  # httpx only when a live Prometheus is asked
+    # Here, not at the top: httpx, and numpy for the stager, only when a live Prometheus is asked.
+    from .apistream import SeriesStager
+    from .prometheus import fetch_range
 
     w_s = parse_duration(wedge_window, "--wedge-window")
     if since is None or until is None:
@@ -235,8 +238,6 @@ def load_prometheus(
                      else us_to_datetime(to_epoch_us(until, "until")) - DEFAULT_LOOKBACK)
     if step is None:
         step = max(1.0, min(15.0, w_s / 5))
-    from .apistream import SeriesStager
-
     shown = public_url(url)  # never store or print credentials carried in the URL
     scratch = open_stage()
     try:
@@ -249,10 +250,6 @@ def load_prometheus(
         try:
             series = stager.finish(Series())
         except ValueError as exc:  # a time or value that is not a number, found when the last batch is staged
-            from ..errors import AnalyzerError, ExitCode
-
-            from ..scrub import scrub
-
             raise AnalyzerError(f"Prometheus at {shown}: unexpected answer: {scrub(str(exc))}",
                                 ExitCode.UPSTREAM) from exc
         seal_input(scratch, 0)

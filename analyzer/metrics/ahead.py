@@ -24,6 +24,10 @@ from __future__ import annotations
 import threading
 
 from . import StagedFiles, stage_metric_files
+from ..sources import PARQUET, STDIN, starts_packed
+from .formats import discover_metric_files, detect_form
+from .readers import CSV, JSON, STREAM_BYTES, head_text
+from ..interrupt import track
 
 #: Logs up to this many bytes in all (and no standard input) leave room to read the
 #: metric files beside them.
@@ -34,8 +38,6 @@ _PACKED, _PACKED_SUFFIXES = 10, (".gz", ".parquet")
 
 def worth_staging_ahead(metrics, log_files) -> bool:
     """Whether ``metrics`` (the ``--metrics`` paths) are read while ``log_files`` are ingested."""
-    from ..sources import PARQUET, STDIN, starts_packed
-
     # `_form` only: asking a file's form reads its head (the ingest's job, which
     # also reports a file that is not a log).
     if not metrics or any(f._form == STDIN for f in log_files) or not _read_by_duckdb(metrics):
@@ -61,9 +63,6 @@ def _read_by_duckdb(metrics) -> bool:
     scrape), so an interrupt stops its reading at once; a small text scrape is parsed in
     Python, which nothing stops, and is read after the logs. A path that is not there
     (the load says so) reads nothing ahead either."""
-    from .formats import discover_metric_files, detect_form
-    from .readers import CSV, JSON, STREAM_BYTES, head_text
-
     try:
         files = discover_metric_files(metrics)
         return all(detect_form(head_text(f), f.name) in (CSV, JSON) or f.stat().st_size >= STREAM_BYTES
@@ -109,8 +108,6 @@ class StagingAhead:
             raise _Stopped()
 
     def _opened(self, scratch) -> None:
-        from ..interrupt import track
-
         track(scratch)  # a Ctrl-C interrupts the reading as it does every query
         with self._lock:
             self._scratch = scratch

@@ -40,6 +40,7 @@ from ..scrub import scrub
 from .formats import parse_prometheus_json
 from .samples import Sample
 from .times import US, to_epoch_us
+from .times import us_to_datetime
 
 #: The metrics asked for, each with the spellings it arrives under (one query each).
 QUERY_NAMES = (
@@ -274,8 +275,6 @@ def _mib(n: int) -> str:
 
 
 def _instant(t_us: int) -> str:
-    from .times import us_to_datetime
-
     return us_to_datetime(t_us).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -46,6 +46,7 @@ from .formats import (
 from .samples import KEPT_SPELLINGS
 from .stage import NAMES, STAGE, STAGE_COLUMNS, Series, clear_stage, intern_labels, stage_samples
 from .times import US
+from .formats import discover_metric_files
 
 #: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
 STREAM_BYTES = 32 * 1024 * 1024
@@ -119,8 +120,6 @@ def check_metric_paths(paths: list[str]) -> None:
     Raises:
         InputError: as :func:`stage_file` would, but before the logs are read.
     """
-    from .formats import discover_metric_files
-
     for path in discover_metric_files(paths):
         _not_a_proxy_log(path, head_text(path)[:4096])
 
@@ -276,7 +275,7 @@ def _stage_json_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Serie
     Raises:
         InputError: not valid JSON, or not API responses of matrix or vector results.
     """
-    from .apistream import NotStreamable, SeriesStager, stream_json_file
+    from .apistream import NotStreamable, SeriesStager, stream_json_file  # numpy, only for a big JSON file
 
     stager = SeriesStager(con, tick)
     try:

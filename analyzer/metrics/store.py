@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 import duckdb
 
 from ..errors import AnalyzerError, ExitCode
+from .stage import series_ids_for, source_ids_for
 
 
 def store_model_map(con: duckdb.DuckDBPyConnection, model_map: dict[str, str] | None) -> None:
@@ -48,8 +49,6 @@ def insert_samples(con: duckdb.DuckDBPyConnection, rows: Sequence[Sequence]) -> 
     with ``labels`` JSON text; the series and sources are found or added.
     """
     import pyarrow as pa
-
-    from .stage import series_ids_for, source_ids_for
 
     if not rows:
         return 0

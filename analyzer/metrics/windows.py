@@ -93,6 +93,7 @@ from ..holdings import WEDGE_WINDOW_SETTING
 from ..sqlrun import ask
 from .samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from .times import US, parse_duration, us_to_datetime, us_to_iso
+from .evidence import corroborate
 
 WEDGED = "wedged"
 DOWN = "down"
@@ -709,8 +710,6 @@ def wedged_episodes(
     through ``model_map``) and ``since``/``until`` (naive UTC; windows overlapping
     ``[since, until)``) filter like the summary's options.
     """
-    from .evidence import corroborate
-
     rows = ask(con, "wedged_episodes", {"models": models or None, "since": since, "until": until})
     out = [
         {"pod": pod, "model_name": model, "kind": kind,

@@ -12,6 +12,13 @@ from __future__ import annotations
 from datetime import date, datetime
 from pathlib import Path
 from typing import Iterable
+from ..db import connect, connect_writer
+from ..errors import AnalyzerError, DatabaseError, ExitCode
+from ..ingestion import ingest
+from ..paths import default_db_path
+from ..turns import is_current, refresh_turns
+from .build import build_context, resolve_period
+from .html import render_html, write_html
 
 __all__ = ["make_report"]
 
@@ -42,14 +49,6 @@ def make_report(
     Raises:
         AnalyzerError: bad arguments, no database, or no turns in the period.
     """
-    from ..db import connect, connect_writer
-    from ..errors import AnalyzerError, DatabaseError, ExitCode
-    from ..ingestion import ingest
-    from ..paths import default_db_path
-    from ..turns import is_current, refresh_turns
-    from .build import build_context, resolve_period
-    from .html import render_html, write_html
-
     if plotly not in ("inline", "cdn"):
         raise AnalyzerError(f"plotly must be 'inline' or 'cdn', not {plotly!r}", ExitCode.USAGE)
     files = list(files or [])

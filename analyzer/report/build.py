@@ -67,6 +67,11 @@ from .context import (
     TurnRow,
 )
 from ..scrub import redact, redact_json, shorten
+from ..sqlrun import execute
+from ..metrics import wedged_episodes
+from ..safetext import terminal_text
+from .. import __version__
+from ..turns import snapshot_turns
 
 #: How many rows a breakdown shows, sessions the top list shows, turns per session.
 BREAKDOWN_LIMIT = 12
@@ -188,8 +193,6 @@ def _scope(p: dict[str, Any], *, models: bool = True) -> dict[str, Any]:
 
 def _records(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of a question as dicts (for the questions with many columns)."""
-    from ..sqlrun import execute
-
     cur = execute(con, name, params)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, row)) for row in cur.fetchall()]
@@ -261,8 +264,6 @@ def _headline(focus: str, models: list[str], period: Period, current: dict, prev
 def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindow]:
     """The wedged and down windows overlapping the period, each failure counted in one window
     (as the summary's episode table counts them), with the wedged windows' corroboration."""
-    from ..metrics import wedged_episodes
-
     out = []
     for e in wedged_episodes(con, since=p["since"], until=p["until"]):
         if e["kind"] not in ("wedged", "down"):
@@ -581,8 +582,6 @@ def _oncall(block: dict[str, Any]) -> OnCallSection:
 
 def _log_label(value: str | None, missing: str) -> str:
     """A name taken from the logs (a pod, a model): redacted, control characters shown escaped."""
-    from ..safetext import terminal_text
-
     return terminal_text(value) if value is not None else missing
 
 
@@ -617,8 +616,6 @@ def _versions() -> dict[str, str]:
     import plotly
     import plotly.offline
     import pydantic
-
-    from .. import __version__
 
     return {
         "analyzer": __version__, "duckdb": duckdb.__version__, "plotly": plotly.__version__,
@@ -675,8 +672,6 @@ def build_context(
     generated_at: datetime | None = None,
 ) -> ReportContext:
     """Every section of the report for ``period``, from the database."""
-    from ..turns import snapshot_turns
-
     snapshot_turns(con)  # every query below reads one materialized copy of `turns`
     p: dict[str, Any] = {"since": period.since, "until": period.until}
     focus, models = _focus_models(con, p)
