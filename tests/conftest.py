@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests.support.ingesting import ingest_records
 from tests.support.proxy import LadderProxy
 from tests.support.upstream import FaultyUpstream
 
@@ -52,3 +53,26 @@ def make_proxy(tmp_path, upstream) -> Iterator[Callable[..., LadderProxy]]:
 def proxy(make_proxy) -> LadderProxy:
     """A ladder proxy with default options in front of ``upstream``."""
     return make_proxy()
+
+
+# ---------------------------------------------------------------------------
+# A temporary database holding some records
+
+
+@pytest.fixture
+def ingested(tmp_path) -> Iterator[Callable[..., Any]]:
+    """``ingested(records)``: the records ingested and classified in a fresh database file
+    under ``tmp_path`` (as `analyze` does), as an open connection closed after the test.
+    Each call makes another database (``name`` tells them apart)."""
+    opened = []
+
+    def make(records: list[dict], name: str = "a"):
+        folder = tmp_path / name
+        folder.mkdir()
+        con = ingest_records(folder / "db.duckdb", records)
+        opened.append(con)
+        return con
+
+    yield make
+    for con in opened:
+        con.close()

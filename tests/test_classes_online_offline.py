@@ -197,16 +197,14 @@ def test_the_caller_deadline_is_configurable_online_and_offline(tmp_path):
     con.close()
 
 
-def test_sql_blank_rule_is_the_python_rule(tmp_path):
+def test_sql_blank_rule_is_the_python_rule(tmp_path, ingested):
     """Every character of BLANK_CHARS alone is blank in SQL too; a visible one is not."""
     texts = [c * 3 for c in BLANK_CHARS] + ["\u200b", "a", " a ", "\n\nx", "\u3000\u3000", "\\n"]
     recs = []
     for i, text in enumerate(texts):
         rid = f"b{i:07x}"
         recs += [request(rid, at(i)), response_ok(rid, at(i + 0.5), content=text, completion_tokens=5)]
-    con = connect(tmp_path / "a.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "w.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     got = dict(con.execute("SELECT request_id, has_content FROM turns").fetchall())
     for i, text in enumerate(texts):
         online = features_from_exchange(PAYLOAD, 200, answer(text)).has_content
@@ -214,15 +212,13 @@ def test_sql_blank_rule_is_the_python_rule(tmp_path):
     con.close()
 
 
-def test_reasoning_at_the_log_cap_is_cut_not_its_length(tmp_path):
+def test_reasoning_at_the_log_cap_is_cut_not_its_length(tmp_path, ingested):
     recs = [request("0000cc01", at(0)), response_ok("0000cc01", at(0.5), content="a", reasoning="r" * 4000),
             request("0000cc02", at(1)), response_ok("0000cc02", at(1.5), content="a", reasoning="r" * 3999),
             request("0000cc03", at(2)), response_ok("0000cc03", at(2.5), content="a", extra={"tokens": {
                 "prompt_tokens": 9, "completion_tokens": 700,
                 "completion_tokens_details": {"reasoning_tokens": 650}}})]
-    con = connect(tmp_path / "a.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "w.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     got = {r[0]: r[1:] for r in con.execute(
         "SELECT request_id, reasoning_chars, reasoning_cut, reasoning_tokens, has_reasoning FROM turns").fetchall()}
     assert got["0000cc01"] == (None, True, None, True)  # at least 4,000: the true length is unknown

@@ -168,7 +168,7 @@ def test_json_output_carries_the_split(db, tmp_path):
     assert out["logged_classes"]["disagreements"] == 2
 
 
-def test_prompt_growth_per_thinking_mode(tmp_path):
+def test_prompt_growth_per_thinking_mode(tmp_path, ingested):
     # Thinking on: each turn's prompt is 1,000 tokens more; off: 200 more.
     recs = []
     for mode, step in ((True, 1000), (False, 200)):
@@ -180,9 +180,7 @@ def test_prompt_growth_per_thinking_mode(tmp_path):
                 recs.append(request(rid, at(m), session=name, tool_results=TOOL_RESULT, enable_thinking=mode))
                 recs.append(response_ok(rid, at(m + 0.1), content="ok", session=name,
                                         prompt_tokens=5000 + k * step))
-    con = connect(tmp_path / "g.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "g.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     from analyzer.sqlrun import ask
 
     rows = ask(con, "prompt_growth", {})
@@ -192,7 +190,7 @@ def test_prompt_growth_per_thinking_mode(tmp_path):
     con.close()
 
 
-def test_a_refused_rung_is_not_counted_as_reached(tmp_path):
+def test_a_refused_rung_is_not_counted_as_reached(tmp_path, ingested):
     # GLM-5.3-like: the upstream refuses tool_choice "none" with a 400; drop_tools recovers.
     def send(payload):
         if payload.get("tool_choice") == "none":
@@ -209,9 +207,7 @@ def test_a_refused_rung_is_not_counted_as_reached(tmp_path):
         rid = f"r{i}"
         recs += [request(rid, at(i * 10), session=f"R{i}", tool_results=TOOL_RESULT),
                  response_ok(rid, at(i * 10 + 0.1), content="Done.", session=f"R{i}", extra=extra)]
-    con = connect(tmp_path / "r.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "r.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     rungs = {r["rung"]: r for r in build_summary(con)["sizing"]["ladder_rungs"]}
     assert (rungs["tool_choice_none"]["reached"], rungs["tool_choice_none"]["refused"]) == (0, 3)
     assert rungs["tool_choice_none"]["conditional_rate"] is None

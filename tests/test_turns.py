@@ -123,7 +123,7 @@ def test_each_class(classified, rid, records, expected, evidence):
     assert rows[rid] == (expected, evidence)
 
 
-def test_tool_history_from_earlier_turns_of_the_session(tmp_path):
+def test_tool_history_from_earlier_turns_of_the_session(tmp_path, ingested):
     """A legacy 5xx whose own turn carries no tool results, after a tool call earlier in the session."""
     recs = (_turn("20000001", 0, response_ok, req_kw={"session": "s-x"}, tool_calls=TOOL_CALL, session="s-x")
             + _turn("20000002", 1, response_ok, req_kw={"session": "s-x", "tool_results": TOOL_RESULT},
@@ -132,9 +132,7 @@ def test_tool_history_from_earlier_turns_of_the_session(tmp_path):
             # the same shape in a session with no tool use, and with no session id
             + _turn("20000004", 3, response_error, req_kw={"session": "s-y"}, error=NAKED_500, session="s-y")
             + _turn("20000005", 4, response_error, req_kw={"session": None}, error=NAKED_500, session=None))
-    con = connect(tmp_path / "a.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "s.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     got = dict((r[0], r[1:]) for r in con.execute(
         "SELECT request_id, incident_class, tool_history_source, evidence, ladder_trigger FROM turns").fetchall())
     assert got["20000003"] == ("tool-history-5xx", "earlier_turns", "inferred", "tool-history-5xx")
@@ -143,7 +141,7 @@ def test_tool_history_from_earlier_turns_of_the_session(tmp_path):
     con.close()
 
 
-def test_ladder_records_written_by_the_real_module(tmp_path):
+def test_ladder_records_written_by_the_real_module(tmp_path, ingested):
     """Records carrying log_fields from a real run_ladder: classified by the original attempt."""
     payload = {"model": "glm-5", "max_tokens": 1024, "tools": [{"type": "function", "function": {"name": "q"}}],
                "messages": [{"role": "user", "content": "q"},
@@ -159,9 +157,7 @@ def test_ladder_records_written_by_the_real_module(tmp_path):
     extra = log_fields(payload, result.status, result.body, result)
     recs = [request("30000001", at(0), tool_results=TOOL_RESULT),
             response_ok("30000001", at(0.1), content="Final answer.", extra=extra)]
-    con = connect(tmp_path / "a.duckdb")
-    ingest(con, [str(write_jsonl(tmp_path / "l.jsonl", recs))])
-    refresh_turns(con)
+    con = ingested(recs)
     row = con.execute("SELECT incident_class, evidence, ladder_trigger, ladder_outcome, recovered_at, recovered_class, status "
                       "FROM turns").fetchall()
     assert row == [("tool-history-5xx", "logged", "tool-history-5xx", "recovered", "drop_tools", "ok", 500)]

@@ -1,8 +1,15 @@
-"""Ingest into a real DuckDB file the way `analyze` does, for the ingestion tests."""
+"""Ingest into a real DuckDB file the way `analyze` does, for the tests.
+
+:func:`run` ingests files and closes the database; :func:`ingest_records` writes
+records as a JSONL log, ingests and classifies them, and returns the open
+connection (the ``ingested`` fixture of tests/conftest.py closes it after the test).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import duckdb
 
 from analyzer.db import connect
 from analyzer.ingestion import ingest
@@ -18,3 +25,13 @@ def run(db: Path, inputs: list, **kw):
         return report
     finally:
         con.close()
+
+
+def ingest_records(db: Path, records: list[dict], *, log_name: str = "logs.jsonl") -> duckdb.DuckDBPyConnection:
+    """Write ``records`` as a JSONL log beside ``db``, ingest and classify it; return the open connection."""
+    from tests.support.records import write_jsonl
+
+    con = connect(db)
+    ingest(con, [str(write_jsonl(Path(db).parent / log_name, records))])
+    refresh_turns(con)
+    return con
