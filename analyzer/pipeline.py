@@ -56,7 +56,7 @@ class RunOptions:
         return bool(self.files or self.metrics or self.prometheus)
 
 
-def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None,
+def summarize_stored(con, *, model_patterns, since, until, one_off_wedge_s: float | None,
                      database: dict | None = None, records_signature: str | None = None) -> dict:
     """The summary of the database, with the ``--model`` patterns resolved and what it holds.
 
@@ -67,7 +67,7 @@ def summarize_stored(con, *, models, since, until, one_off_wedge_s: float | None
     reads changed since (else it is taken here); ``records_signature`` is the one
     of the refresh just done (:attr:`analyzer.turns.ClassifyReport.records_signature`).
     """
-    chosen = resolve_models(con, models)
+    chosen = resolve_models(con, model_patterns)  # the --model patterns as the models the database holds
     has_samples = con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] > 0
     notes: list[str] = []
     if one_off_wedge_s is not None and has_samples:

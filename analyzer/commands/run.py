@@ -124,7 +124,7 @@ def _job(con, sources, opts: RunOptions, *, since_dt, until_dt, requested_w, dea
     # Every file known and unchanged (none read), no metrics loaded, no windows
     # stored: what the database holds is what it held before the run.
     unchanged = report.files_unchanged == report.files_seen and not metric_loads and not opts.save_wedge_window
-    summary = summarize_stored(con, models=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+    summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
                                one_off_wedge_s=one_off_w, database=before if unchanged else None,
                                records_signature=classified.records_signature)
     summary["ingest"] = report.to_dict()
@@ -155,7 +155,7 @@ def summary_from_database(opts: RunOptions) -> dict:
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
-        summary = summarize_stored(con, models=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+        summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
                                    one_off_wedge_s=one_off_w, records_signature=classified.records_signature)
     finally:
         con.close()
