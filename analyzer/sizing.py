@@ -185,8 +185,9 @@ def conclusion(s: dict[str, Any]) -> str:
     measured = ""
     if s["ladder_recovery"]:
         after, kept = s["sessions_lost_after_ladder"], s["sessions_saved_by_ladder"]
+        lost_after = "none was" if not after else f"{after} {'was' if after == 1 else 'were'}"
         measured = (f"The ladder saved {kept} GLM tool session{'' if kept == 1 else 's'} and "
-                    f"{after} {'was' if after == 1 else 'were'} lost after every rung it tried had failed. ")
+                    f"{lost_after} lost after every rung it tried had failed. ")
     if not lost:
         return (f"{measured}No GLM tool session was lost to a ladder-eligible failure without the ladder "
                 f"({how} recovery {rec['rate']:.0%}, 95% CI {low:.0%}–{high:.0%}, over {rec['ladders']} "
