@@ -15,15 +15,23 @@ httpx's.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tools.simulator.apps import LOOP_REASONING
 from tools.simulator.clock import US, http_date
 from tools.simulator.draws import pick, ri, uuid4
 from tools.simulator.world import demand
 
-if TYPE_CHECKING:
-    from tools.simulator.sessions import Session
+
+class _Session(Protocol):
+    """What the ladder's upstream reads of its session (a :class:`tools.simulator.sessions.Session`;
+    named by what it offers, so this module needs no import of the module that imports it)."""
+
+    model: str
+
+    def rid(self, *args: Any) -> Any: ...
+
+    def rung_outcome(self, *args: Any) -> Any: ...
 
 # Proxy constants, as in llm_proxy.py: its read timeout, and the upstream headers it
 # logs on an HTTP error, in the order it logs them.
@@ -118,7 +126,7 @@ class LadderUpstream:
     exact and the run is deterministic.
     """
 
-    def __init__(self, sess: "Session", t_us: int, first: Outcome, trigger_cls: str | None):
+    def __init__(self, sess: _Session, t_us: int, first: Outcome, trigger_cls: str | None):
         self.sess = sess
         self.t0_us = t_us
         self.now_s = 0.0

@@ -13,13 +13,31 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from tools.simulator.clock import iso_seconds
 
-if TYPE_CHECKING:
-    from tools.simulator.faults import Outcome
-    from tools.simulator.week import SimulatedWeek
+
+# What the truth reads of an outcome and of a week, named by what they offer: the
+# modules that define them (faults, week) import this one.
+class _Outcome(Protocol):
+    kind: str
+    status: int | None
+    tool_calls: Any
+    finish: str | None
+    content: Any
+
+
+class _Week(Protocol):
+    seed: int
+    sessions: int
+    start: Any
+    end: Any
+    episodes: Any
+    non_episodes: Any
+    processes: Any
+
+    def events(self) -> Iterable[Any]: ...
 
 
 class Truth(NamedTuple):
@@ -55,7 +73,7 @@ class Truth(NamedTuple):
         }
 
 
-def intended_class(out: Outcome, *, window: str | None, tool_history: bool, finish_logged: bool) -> str:
+def intended_class(out: _Outcome, *, window: str | None, tool_history: bool, finish_logged: bool) -> str:
     """The class a request was meant to have, from the outcome of its original call.
 
     ``window`` is the episode (``"wedged"``/``"down"``) the model's pod was in when
@@ -85,7 +103,7 @@ def intended_class(out: Outcome, *, window: str | None, tool_history: bool, fini
     return answer_class(out, finish_logged)
 
 
-def answer_class(out: Outcome, finish_logged: bool) -> str:
+def answer_class(out: _Outcome, finish_logged: bool) -> str:
     """The class of a 200 answer."""
     if out.tool_calls:
         return "tool-call-stop-mismatch" if (finish_logged and out.finish == "stop") else "ok"
@@ -107,7 +125,7 @@ def ladder_truth(result: Any) -> dict | None:
 
 
 def write_ground_truth(
-    week: SimulatedWeek,
+    week: _Week,
     path: str | os.PathLike,
     *,
     malformed: Iterable[dict] = (),

@@ -16,15 +16,21 @@ import hashlib
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tools.simulator.apps import APPS, App, system_prompt_text
 from tools.simulator.clock import DAY_US, US, UTC, iso_seconds, to_us
 from tools.simulator.draws import mix32, ri
 from tools.simulator.models import MODEL_MIX
 
-if TYPE_CHECKING:
-    from tools.simulator.week import SimulatedWeek
+
+class _Week(Protocol):
+    """What :class:`World` reads of a :class:`tools.simulator.week.SimulatedWeek` (which
+    builds the world: named by what it offers, so there is no import back)."""
+
+    seed: int
+    sessions: int
+    scenario: Any
 
 
 #: The seed and week of the committed sample (ISO week 2026-W47). The seed was
@@ -278,7 +284,7 @@ def demand(t_us: int) -> float:
 class World:
     """Per-generation state shared by every session: scenario lookups, prompts."""
 
-    def __init__(self, week: SimulatedWeek):
+    def __init__(self, week: _Week):
         sc = week.scenario
         self.week = week
         self.seed = week.seed
