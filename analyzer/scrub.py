@@ -57,11 +57,13 @@ REDACTED = "[REDACTED]"
 # `X-Api-Key`, `aws_secret_access_key`, `s3_secret`, `github_token`, `password`.
 # `max_tokens`, `prompt_tokens` and `thinking_token_budget` do not match.
 _KEY_CORE = (
-    r"(?:secret|password|passwd|pwd|token|authorization|auth|apikey|api[_-]?key"
-    r"|access[_-]?key|s3[_-]?key|private[_-]?key|credentials?|session[_-]?key)"
+    r"(?:secret|password|passwd|pwd|passphrase|token|authorization|auth|apikey|api[_-]?key"
+    r"|access[_-]?key|account[_-]?key|s3[_-]?key|private[_-]?key|credentials?|session[_-]?key"
+    r"|signature|sig)"
 )
-# Environment-style names glue a prefix to the word: PGPASSWORD, MYSQLPASSWORD, DBSECRET.
-_GLUED = r"(?:[a-z0-9]+(?:password|passwd|secret))"
+# Environment-style and camelCase names glue a prefix to the word: PGPASSWORD, DBSECRET,
+# accessToken, refreshToken, SessionToken, SecretAccessKey (matched case-insensitively).
+_GLUED = r"(?:[a-z0-9]+(?:password|passwd|secret|token|accesskey|accountkey|passphrase))"
 _KEY_NAME = rf"(?:[a-z0-9]+[_-])*(?:{_GLUED}|{_KEY_CORE})(?:[_-](?:id|key|value|access[_-]key))?"
 # JSON keys also hide cookies whole (in text, _COOKIE_RE keeps the cookie names).
 SECRET_KEY_RE = re.compile(rf"(?i)^(?:{_KEY_NAME}|(?:set-)?cookies?)$")
@@ -91,6 +93,8 @@ _BASIC_RE = re.compile(r"(?i)\b(Basic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+
 # Command-line flags: --password X, --password=X, --api-key 'X', --token X.
 _FLAG_RE = re.compile(
     r"""(?i)(?<![a-z0-9])(--?[a-z0-9-]*(?:password|passwd|secret|token|api-key|apikey)\s*(?:=|\s)\s*)((?:"[^"]*"|'[^']*')[^\s"']*|[^\s"']+)""")
+# curl's -u user:password (the user stays).
+_CURL_USER_RE = re.compile(r"""(?<![^\s"'])(-u\s+["']?[^\s:"']+:)([^\s"']+)""")
 # URL-encoded pairs: access_token%3DVALUE (up to & or %26), also after %26 or %3F.
 _URLENC_RE = re.compile(
     rf"""(?ix)((?:(?<=%26)|(?<=%3f)|(?<![a-z0-9_-])){_KEY_NAME}%3d)((?:(?!%26)[^&\s"'])+)""")
@@ -144,7 +148,7 @@ _URL_USERINFO_RE = re.compile(
 
 
 # Every key name, flag and DuckDB literal above holds one of these (lower case).
-_KEY_WORDS = ("secret", "pass", "pwd", "token", "auth", "key", "credential")
+_KEY_WORDS = ("secret", "pass", "pwd", "token", "auth", "key", "credential", "sig")
 
 
 def _redact_value(match: re.Match) -> str:
@@ -221,6 +225,8 @@ def _scrub_once(text: str) -> str:
                               text)
     if "%3d" in low:
         text = _URLENC_RE.sub(lambda m: m.group(1) + REDACTED, text)
+    if "-u " in text:
+        text = _CURL_USER_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if any(word in low for word in _KEY_WORDS):
         text = _FLAG_RE.sub(lambda m: m.group(1) + REDACTED, text)
         if "'" in text:

@@ -48,6 +48,16 @@ FORMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "pairs": ("retry api_key=GENERICKEYSECRET1 token=TOKENPAIRSECRET7 password=PASSWORDPAIRSECRET9 failed",
               ("GENERICKEYSECRET1", "TOKENPAIRSECRET7", "PASSWORDPAIRSECRET9")),
     "basic": ("proxy sent Basic dXNlcjpCQVNJQ1NFQ1JFVA== upstream", ("dXNlcjpCQVNJQ1NFQ1JFVA",)),
+    # camelCase and PascalCase key names (OAuth, AWS STS/SDK output), an Azure connection
+    # string, signed URLs (S3, Azure SAS) and curl's -u user:password
+    "camel": ('sts said {"accessToken": "CAMELACCESSSECRET1", "SecretAccessKey": "AWSSTSSECRET2", '
+              '"SessionToken": "STSSESSIONSECRET3"} refreshToken=REFRESHSECRET4 failed',
+              ("CAMELACCESSSECRET1", "AWSSTSSECRET2", "STSSESSIONSECRET3", "REFRESHSECRET4")),
+    "azure": ("blob DefaultEndpointsProtocol=https;AccountName=a;AccountKey=AZUREACCOUNTSECRET5;EndpointSuffix=x failed",
+              ("AZUREACCOUNTSECRET5",)),
+    "signed": ("GET https://b.s3.amazonaws.com/k?X-Amz-Signature=AMZSIGSECRET6&sv=1&sig=SASSIGSECRET7 403",
+               ("AMZSIGSECRET6", "SASSIGSECRET7")),
+    "curl": ("ran curl -u alice:CURLPASSSECRET8 https://x", ("CURLPASSSECRET8",)),
 }
 #: Every piece that must not be shown, anywhere.
 SECRETS = [piece for _, pieces in FORMS.values() for piece in pieces]
@@ -96,6 +106,8 @@ def test_every_form_is_scrubbed_and_the_context_stays(name):
     ("redirect?x=1%26tok%3Dhf_abcdefghijklmnopqrstuvwxyz", "redirect?x=1%26tok%3D[REDACTED]"),
     ("Basic authentication is off; task-1234567890abcdefghij ran", "Basic authentication is off; task-1234567890abcdefghij ran"),
     ("hf_hub_download failed for xox", "hf_hub_download failed for xox"),
+    ("maxTokens: 10, promptTokens: 5, max_tokens=4096, thinking_token_budget=512",
+     "maxTokens: 10, promptTokens: 5, max_tokens=4096, thinking_token_budget=512"),  # counts, not secrets
 ])
 def test_scrub_keeps_scheme_host_and_prose(text, expected):
     assert scrub(text) == expected
