@@ -5,7 +5,7 @@
 -- model of their last turn in scope, split by what their records say
 -- (`sessions.ladder_era`: `without-ladder`, no log fields; `with-ladder`, log
 -- fields of a proxy that ran the ladder; sessions of models the ladder was off
--- for are left out), never by a date. Per class of the last turn (`all`: every
+-- for, and those whose records do not say, are left out), never by a date. Per class of the last turn (`all`: every
 -- lost session), sessions lost per 100 tool sessions in each era with its 95%
 -- Wilson interval, and the change (with - without, per 100) with Newcombe's
 -- hybrid score interval for a difference of two proportions. One row per class

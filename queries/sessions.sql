@@ -4,9 +4,10 @@
 -- "ended on a failure" when its last turn's outcome for the client was not `ok`
 -- (a turn the ladder recovered counts as ok). `tool_session` marks sessions with
 -- tool history in any turn. `ladder_era` says what the records say of the ladder:
--- `with-ladder` when a turn's record carries log fields of a proxy that ran the
--- ladder for it (analyzer.online.log_fields, `ladder_armed`), `ladder-off` when
--- the records carry log fields but the proxy's model gate left the ladder off,
+-- `with-ladder` when a turn's record says the proxy ran the ladder for it
+-- (analyzer.online.log_fields, `ladder_armed`), `ladder-off` when the records say
+-- the proxy's model gate left it off, `ladder-unknown` when records carry log
+-- fields but none says either (only failed calls with no ladder result),
 -- `without-ladder` when no record carries log fields (before it shipped).
 WITH ordered AS (
     SELECT t.*,
@@ -29,7 +30,8 @@ SELECT
     max(CASE WHEN from_end = 1 THEN client_class END) AS last_class,
     max(CASE WHEN from_end = 1 THEN client_class END) <> 'ok' AS ended_on_failure,
     CASE WHEN bool_or(coalesce(ladder_armed, false)) THEN 'with-ladder'
-         WHEN bool_or(has_log_fields) THEN 'ladder-off'
+         WHEN bool_or(NOT ladder_armed) THEN 'ladder-off'
+         WHEN bool_or(has_log_fields) THEN 'ladder-unknown'
          ELSE 'without-ladder' END AS ladder_era
 FROM ordered
 GROUP BY session_id

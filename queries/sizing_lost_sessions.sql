@@ -6,7 +6,9 @@
 -- client, how many of those on a ladder-eligible failure (the ladder's target),
 -- split into those lost without a ladder (no ladder ran on the last turn: the only
 -- ones a projection of the ladder's recovery applies to) and those lost after a
--- ladder ran on the last turn and every rung it could try failed (measured); how
+-- ladder ran on the last turn and every rung it could try failed (measured; a
+-- failure inside a wedged or down window is never eligible, whatever the proxy's
+-- ladder did, and counts with the wedged or down losses instead); how
 -- many the ladder saved (measured: a turn recovered by the ladder, and the session
 -- did not end on a failure); how many were lost on a wedged or down pod (no retry
 -- fixes those), and the mean turns of a lost session. No row when nothing is in
@@ -28,7 +30,10 @@ SELECT count(*) AS tool_sessions,
        avg(turns) FILTER (WHERE ended_on_failure) AS turns_per_lost_session,
        count(*) FILTER (WHERE ended_on_failure AND last_trigger IS NOT NULL AND last_ladder_outcome IS NULL)
            AS sessions_lost_without_ladder,
-       count(*) FILTER (WHERE ended_on_failure AND last_ladder_outcome IS NOT NULL)
+       -- eligible (so not on a wedged or down pod, which the proxy cannot see) and not
+       -- recovered: a recovered turn lost for another reason is not the ladder's
+       count(*) FILTER (WHERE ended_on_failure AND last_trigger IS NOT NULL
+                          AND last_ladder_outcome IS NOT NULL AND last_ladder_outcome <> 'recovered')
            AS sessions_lost_after_ladder,
        count(*) FILTER (WHERE NOT ended_on_failure AND recovered_turns > 0) AS sessions_saved_by_ladder
 FROM s

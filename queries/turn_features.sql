@@ -165,9 +165,11 @@ SELECT
     logged_class,
     final_class,
     ladder,
-    -- the proxy ran the ladder for this request: log_fields 3 says so; a log_fields
-    -- 2 record came from a proxy that ran it for every model; null: no log fields
-    CASE WHEN log_fields_version IS NOT NULL THEN coalesce(ladder_armed, true) END AS ladder_armed,
+    -- the proxy ran the ladder for this request: log_fields 3 says so (null when the
+    -- proxy had no ladder result to say it with: a transport error on the original
+    -- call, a request refused first); a log_fields 2 record came from a proxy that
+    -- ran it for every model; null without log fields
+    CASE WHEN log_fields_version < 3 THEN true ELSE ladder_armed END AS ladder_armed,
     ladder ->> 'trigger' AS ladder_trigger_logged,
     ladder ->> 'outcome' AS ladder_outcome,
     ladder ->> 'recovered_at' AS recovered_at,

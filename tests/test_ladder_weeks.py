@@ -42,12 +42,13 @@ def _send(recover: bool):
     return send
 
 
-def _session(name: str, minute: float, last: dict, *, model: str = "glm-5") -> list[dict]:
-    """A two-turn tool session: an ok turn, then ``last`` (a response record for request id ...-2)."""
+def _session(name: str, minute: float, last: dict, *, model: str = "glm-5", first: dict | None = None) -> list[dict]:
+    """A two-turn tool session: an ok turn (with the log fields ``first``), then ``last``
+    (a response record for request id ...-2)."""
     rid1, rid2 = f"{name}-1", f"{name}-2"
     return [
         request(rid1, at(minute), session=name, model=model, tool_results=TOOL_RESULT),
-        response_ok(rid1, at(minute + 0.1), content="fine", session=name, model=model),
+        response_ok(rid1, at(minute + 0.1), content="fine", session=name, model=model, extra=first),
         request(rid2, at(minute + 1), session=name, model=model, tool_results=TOOL_RESULT),
         {**last, "request_id": rid2, "session_id": name, "model": model},
     ]
@@ -82,10 +83,17 @@ def _week() -> list[dict]:
             last = response_ok("x", ts, content="ok", extra={**ok_fields, "incident_class": "banana"})
         else:
             last = response_ok("x", ts, content="ok", extra=ok_fields)
-        recs += _session(f"A{i}", minute, last)
+        recs += _session(f"A{i}", minute, last, first=ok_fields)
     # A model the proxy's gate left the ladder off for: neither before nor after.
-    recs += _session("Q0", DAY + 200, response_ok("x", at(DAY + 201.1), content="ok",
-                                                   extra={**ok_fields, "ladder_armed": False}), model="qwen3")
+    off = {**ok_fields, "ladder_armed": False}
+    recs += _session("Q0", DAY + 200, response_ok("x", at(DAY + 201.1), content="ok", extra=off), model="qwen3",
+                     first=off)
+    # A session whose only log fields are a failed call's, with no ladder result to say
+    # whether the ladder was armed: the records do not tell its era.
+    cancelled = log_fields(TOOL_PAYLOAD, None, None, error="Client disconnected/cancelled after 900ms")
+    assert cancelled["ladder_armed"] is None
+    recs += _session("U0", DAY + 300, response_error("x", at(DAY + 301.1), "Client disconnected/cancelled after 900ms",
+                                                     extra=cancelled))
     return recs
 
 
@@ -122,13 +130,13 @@ def test_the_logged_class_wins_and_disagreements_are_counted(con):
     assert logged["disagreements"] == 2
     assert {(d["logged_class"], d["derived_class"], d["turns"]) for d in logged["pairs"]} == {
         ("timeout", "connect-timeout", 1), ("banana", "ok", 1)}
-    # the last turns of A0-A9 but A3 (unknown class), and of Q0
-    assert logged["turns"] == 9 + 1
+    # both turns of A0-A9 but A3's last (an unknown class), both of Q0, and U0's last
+    assert logged["turns"] == 10 + 9 + 2 + 1
 
 
 def test_sizing_splits_without_after_and_saved(con):
     s = build_summary(con)["sizing"]
-    assert s["sessions_lost"] == 4 + 1 + 1  # B0-B3, A1 (exhausted), A2 (timeout)
+    assert s["sessions_lost"] == 4 + 1 + 1 + 1  # B0-B3, A1 (exhausted), A2 (timeout), U0 (cancelled)
     assert s["sessions_lost_without_ladder"] == 4
     assert s["sessions_lost_after_ladder"] == 1
     assert s["sessions_saved_by_ladder"] == 1
@@ -142,6 +150,7 @@ def test_before_and_after_by_what_the_records_say(con):
     assert {eras[f"B{i}"] for i in range(10)} == {"without-ladder"}
     assert {eras[f"A{i}"] for i in range(10)} == {"with-ladder"}
     assert eras["Q0"] == "ladder-off"
+    assert eras["U0"] == "ladder-unknown"  # left out of both eras
 
     ba = build_summary(con)["sizing"]["before_after"]
     assert (ba["tool_sessions_without"], ba["tool_sessions_with"]) == (10, 10)

@@ -256,7 +256,9 @@ class Session(Answers, Faults):
             # The ladder is for the self-hosted GLM models; others only get the fields.
             status = out.status if out.kind in ("ok", "http") else None
             body = out.body_bytes(self.model, self.rid) if status is not None else None
-            return out, out, None, online.log_fields(payload, status, body, error=None if status else out.error)
+            # The proxy's model gate: the ladder was not armed for this request.
+            fields = online.log_fields(payload, status, body, error=None if status else out.error)
+            return out, out, None, {**fields, "ladder_armed": False}
         upstream = LadderUpstream(self, t, out, None)
         # The trigger decides which recovery table the upstream plays; read it the
         # way the ladder will (from the original answer's features).
