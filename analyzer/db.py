@@ -501,6 +501,11 @@ def _m008_ladder_weeks(con: duckdb.DuckDBPyConnection) -> None:
         -- log_fields 3: a rung the upstream refused (400/422: it will not take that
         -- shape), recorded apart from a rung that failed; replay records it too.
         ALTER TABLE replay_attempts ADD COLUMN refused BOOLEAN;
+        -- analyzer.online now reads a cancelled handler, a refused request and an
+        -- unknown model from their error texts: the derived caches are parsed and
+        -- decided again from `records` on the next classification.
+        DELETE FROM error_kinds;
+        DELETE FROM feature_labels;
         DELETE FROM build_state;
         """
     )

@@ -22,7 +22,10 @@ WITH t AS (
       AND in_scope(t.ts, t.model, $since, $until, $model, $models)
 ),
 slopes AS (
-    SELECT thinking, regr_slope(prompt_tokens, turn_index) AS tokens_per_turn, count(*) AS mode_turns
+    -- no slope when every turn has the same index (regr_slope would say NaN)
+    SELECT thinking,
+           CASE WHEN var_pop(turn_index) > 0 THEN regr_slope(prompt_tokens, turn_index) END AS tokens_per_turn,
+           count(*) AS mode_turns
     FROM t GROUP BY thinking
 )
 SELECT t.thinking, least(t.turn_index, 30) AS turn_index, count(*) AS turns,
