@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
 import threading
 import time
 from contextlib import contextmanager
@@ -40,6 +38,7 @@ from analyzer.errors import AnalyzerError, ExitCode
 from analyzer.metrics import load_prometheus, wedged_episodes
 from analyzer.metrics.prometheus import MAX_POINTS, QUERIES, fetch_range
 from analyzer.turns import refresh_turns
+from tools.prometheus_process import free_port, prometheus_process
 
 WEDGE_WINDOW = "4s"
 PHASES = (("normal", 6), ("idle", 6), ("wedged", 10), ("restarted", 6))
@@ -79,13 +78,6 @@ def http_server(handle: Handler) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def free_port() -> int:
-    """A port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------------------
@@ -186,43 +178,9 @@ def prometheus_server(binary: str, workdir: Path, target: str) -> Iterator[str]:
 @contextmanager
 def prometheus_running(binary: str, workdir: Path, scrape_configs: str) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 with these ``scrape_configs`` (YAML list items), 1 s interval; yield its URL."""
-    port = free_port()
-    config = workdir / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 1s\n"
-        "  scrape_timeout: 1s\n"
-        "scrape_configs:\n" + scrape_configs
-    )
-    log = (workdir / "prometheus.log").open("wb")
-    proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"prometheus exited with {proc.returncode}: {(workdir / 'prometheus.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("prometheus did not become ready in 30 s")
-            time.sleep(0.2)
+    config = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n" + scrape_configs
+    with prometheus_process(binary, config, workdir) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
 
 
 def test_real_prometheus_finds_the_wedged_phase_and_not_the_idle_one(tmp_path):

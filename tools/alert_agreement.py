@@ -33,7 +33,6 @@ from __future__ import annotations
 import glob
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx
+
+from tools.prometheus_process import prometheus_process
 
 ROOT = Path(__file__).resolve().parent.parent
 METRICS = ROOT / "sample_logs" / "metrics"
@@ -166,47 +167,14 @@ def _binary(name: str) -> str:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def prometheus(workdir: Path, data: Path, rules: Path, lookback_s: float) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 over ``data`` with ``rules`` loaded; yield its URL."""
-    port = _free_port()
-    config = workdir / "prometheus.yml"
-    config.write_text(f"global:\n  evaluation_interval: 1m\nrule_files:\n  - {rules}\nscrape_configs: []\n")
-    log_path = workdir / f"prometheus-{port}.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [_binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={data}",
-             "--storage.tsdb.retention.time=100y", f"--query.lookback-delta={int(lookback_s * 1000)}ms",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"prometheus exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
-                try:
-                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("prometheus did not become ready in 30 s")
-                time.sleep(0.1)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+    config = f"global:\n  evaluation_interval: 1m\nrule_files:\n  - {rules}\nscrape_configs: []\n"
+    with prometheus_process(_binary("prometheus"), config, workdir, data=data,
+                            args=("--storage.tsdb.retention.time=100y",
+                                  f"--query.lookback-delta={int(lookback_s * 1000)}ms")) as url:
+        yield url
 
 
 def _run(*args: str) -> None:
