@@ -17,8 +17,8 @@ _LAZY = {
     "query": ("analyzer.api", "query"),
     "ingest": ("analyzer.api", "ingest"),
     "classify": ("analyzer.api", "classify"),
-    "export_parquet": ("analyzer.export", "export_parquet"),
-    "sync_s3": ("analyzer.objectstore", "sync"),
+    "export_parquet": ("analyzer.outputs.export", "export_parquet"),
+    "sync_s3": ("analyzer.io.objectstore", "sync"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -1,5 +1,5 @@
-"""``python -m analyzer``: the ``analyze`` command (:func:`analyzer.cli.main`)."""
+"""``python -m analyzer``: the ``analyze`` command (:func:`analyzer.cli.app.main`)."""
 
-from .cli import main
+from analyzer.cli.app import main
 
 main()

@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import polars
 
-    from .ingestion import IngestReport
-    from .turns import ClassifyReport
+    from analyzer.classification.turns import ClassifyReport
+    from analyzer.ingestion.logs import IngestReport
 
 DB = Union[str, Path, "duckdb.DuckDBPyConnection", None]
 
@@ -44,9 +44,9 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.
             processes, notebooks) may share the file.
 
     Raises:
-        analyzer.errors.DatabaseError: the file cannot be opened or is not ours.
+        analyzer.core.errors.DatabaseError: the file cannot be opened or is not ours.
     """
-    from .db import connect as _connect
+    from analyzer.store.db import connect as _connect
 
     return _connect(path, read_only=read_only)
 
@@ -56,14 +56,14 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
     """A connection for one call: ``db`` itself when it is one, else opened and closed here.
 
     ``ingest``: opened to ingest into, as the analyzer's commands that write
-    open it (:func:`analyzer.db.connect_writer`).
+    open it (:func:`analyzer.store.db.connect_writer`).
     """
     if db is not None and not isinstance(db, (str, Path)):
         yield db  # the caller's connection: theirs to close
         return
-    from .db import connect as _connect
-    from .errors import DatabaseError
-    from .paths import default_db_path
+    from analyzer.core.errors import DatabaseError
+    from analyzer.core.paths import default_db_path
+    from analyzer.store.db import connect as _connect
 
     target = Path(str(db)) if db is not None else default_db_path()
     if not write and str(target) != ":memory:" and not target.exists():
@@ -80,7 +80,7 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
             if "different configuration" not in str(exc):
                 raise
     if con is None:
-        from .db import connect_writer
+        from analyzer.store.db import connect_writer
 
         con = connect_writer(target) if ingest else _connect(target)
     try:
@@ -102,11 +102,11 @@ def query(name_or_sql: str, db: DB = None, **params: Any) -> "polars.DataFrame":
             text (UTC unless an offset is given) or datetimes.
 
     Raises:
-        analyzer.sqlrun.UnknownQueryError: no such query file.
-        analyzer.sqlrun.QueryParamError: a parameter is missing or not the query's.
-        analyzer.sqlrun.SqlError: DuckDB rejected the SQL.
+        analyzer.store.asking.UnknownQueryError: no such query file.
+        analyzer.store.asking.QueryParamError: a parameter is missing or not the query's.
+        analyzer.store.asking.SqlError: DuckDB rejected the SQL.
     """
-    from .sqlrun import frame
+    from analyzer.questions.sqlrun import frame
 
     with _opened(db, write=False) as con:
         return frame(con, name_or_sql, params)
@@ -116,14 +116,14 @@ def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool
     """Ingest log files, directories, globs or ``s3://bucket/prefix`` URLs, then classify.
 
     Re-running is cheap: files already read are skipped, new turns are classified
-    incrementally. Returns the :class:`analyzer.ingestion.IngestReport`.
+    incrementally. Returns the :class:`analyzer.ingestion.logs.IngestReport`.
 
     Raises:
-        analyzer.errors.InputError: an input is missing or not a proxy log (or,
+        analyzer.core.errors.InputError: an input is missing or not a proxy log (or,
             with ``strict``, holds a malformed line; that batch is rolled back).
     """
-    from .ingestion import ingest as _ingest
-    from .turns import refresh_turns
+    from analyzer.classification.turns import refresh_turns
+    from analyzer.ingestion.logs import ingest as _ingest
 
     inputs = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     with _opened(db, write=True, ingest=True) as con:
@@ -138,9 +138,9 @@ def classify(db: DB = None, *, caller_deadline_s: float | None = None) -> "Class
     :func:`ingest` already does this; call it after loading metrics or replays
     through other means. ``caller_deadline_s`` sets (and stores) the callers'
     deadline that makes a slower ok answer ``late-200`` (default: the stored
-    value, else 300 s). Returns the :class:`analyzer.turns.ClassifyReport`.
+    value, else 300 s). Returns the :class:`analyzer.classification.turns.ClassifyReport`.
     """
-    from .turns import refresh_turns
+    from analyzer.classification.turns import refresh_turns
 
     with _opened(db, write=True) as con:
         return refresh_turns(con, caller_deadline_s=caller_deadline_s)

@@ -1,6 +1,6 @@
 """What one small write costs on a database `analyze` wrote: by the analyzer's command, and by a plain DuckDB open.
 
-The ingest writes row groups of 61,440 rows (``analyzer.db.INGEST_ROW_GROUP_ROWS``);
+The ingest writes row groups of 61,440 rows (``analyzer.store.db.INGEST_ROW_GROUP_ROWS``);
 DuckDB's own size is 122,880, and its checkpoint merges adjacent row groups that fit
 in fewer of the size its connection writes. This script analyzes the S3 chunk folder
 that ``benchmarks/ingest.py`` generates into a scratch database (once), then writes

@@ -13,13 +13,13 @@ says what it spends the time on, in four parts, each in a fresh process:
   four batches of 61,440 in their own transactions, one thread: CPU and file size;
 - ``text``: what keeping each record's original text costs the whole run: `analyze
   s3/ --db fresh --json` in-process, as is and with ``records.raw`` stored as NULL
-  (``analyzer.ingest_sql.STORE`` patched in that process only), three pairs in
+  (``analyzer.store.record_sql.STORE`` patched in that process only), three pairs in
   turn: wall, CPU, minor page faults and peak RSS of each, against the chunk floor
   (``benchmarks/ingest.py``'s) measured in the same run.
 
 The ``text`` part measures a store the analyzer does not do (it always keeps the
 text): it says how much of the chunk target the text accounts for, not a mode.
-The timers wrap private functions of :mod:`analyzer.ingestion` (``_Ingest._store``,
+The timers wrap private functions of :mod:`analyzer.ingestion.logs` (``_Ingest._store``,
 ``_Ingest._finish``, ``whole_files``): this script follows them when they change.
 Uses the inputs ``benchmarks/ingest.py`` generates (run it, or ``--quick``, first).
 
@@ -47,9 +47,9 @@ RAW_WAYS = ("zstd", "uncompressed", "auto", "null")
 
 def child_parts(s3: str, db: str) -> dict:
     """One instrumented `analyze s3 --db db --json` in this process."""
-    import analyzer.ingestion as ingestion
-    import analyzer.pipeline as pipeline
-    import analyzer.turns as turns
+    import analyzer.ingestion.logs as ingestion
+    import analyzer.jobs.main_job as pipeline
+    import analyzer.classification.turns as turns
 
     cpu: Counter = Counter()
     lock = threading.Lock()
@@ -99,13 +99,13 @@ def child_parts(s3: str, db: str) -> dict:
 
 def _analyze_here(s3: str, db: str) -> dict:
     """`analyze s3 --db db --json` in this process: its wall seconds, and the process's CPU, faults and peak RSS."""
-    from analyzer import launch
+    from analyzer.cli.app import main
 
     wall = time.perf_counter()
     out = sys.stdout
     sys.stdout = open(os.devnull, "w")  # the summary is not the figure
     try:
-        launch.main([s3, "--db", db, "--json"])
+        main([s3, "--db", db, "--json"])
     except SystemExit as exc:
         if exc.code:
             raise
@@ -119,7 +119,7 @@ def _analyze_here(s3: str, db: str) -> dict:
 
 def child_forms(s3: str) -> dict:
     """Telling the form of every file of the folder, as the ingest does before reading any; best of 3."""
-    from analyzer.sources import discover_inputs
+    from analyzer.io.sources import discover_inputs
 
     best = None
     for _ in range(3):
@@ -163,11 +163,11 @@ TEXT_KEPT, TEXT_NULL = "candidate AS raw", "NULL AS raw"
 
 def child_text(s3: str, db: str, way: str) -> dict:
     """One `analyze s3 --db db --json` in this process, the text kept (``kept``) or stored as NULL (``null``)."""
-    import analyzer.ingest_sql as ingest_sql
+    import analyzer.store.record_sql as ingest_sql
 
     if way == "null":
         # Fails loudly when the store's SQL no longer names the text this way.
-        assert ingest_sql.STORE.count(TEXT_KEPT) == 1, "analyzer.ingest_sql.STORE changed: update TEXT_KEPT"
+        assert ingest_sql.STORE.count(TEXT_KEPT) == 1, "analyzer.store.record_sql.STORE changed: update TEXT_KEPT"
         ingest_sql.STORE = ingest_sql.STORE.replace(TEXT_KEPT, TEXT_NULL)
     run = _analyze_here(s3, db)
     import duckdb

@@ -2,7 +2,7 @@
 
 Analyzes the S3 chunk folder that ``benchmarks/ingest.py`` generates into a scratch
 database (once, in a child process), then rebuilds the classification on a fresh
-copy of it with :func:`analyzer.turns.ensure_turns` (``force=True``), twice: with the
+copy of it with :func:`analyzer.classification.turns.ensure_turns` (``force=True``), twice: with the
 pod windows the week has (none: no metrics are loaded), and with ``--windows N``
 deterministic windows of many hours to days over the week's models. For every
 statement of a rebuild that takes 50 ms or more it prints the wall and process CPU
@@ -76,7 +76,7 @@ class _Timed:
 def rebuild(db: Path, windows: int, scratch: Path) -> dict:
     """The classification of ``db`` rebuilt (with ``windows`` extra pod windows), statement by statement."""
     import analyzer
-    from analyzer.turns import ensure_turns
+    from analyzer.classification.turns import ensure_turns
 
     con = analyzer.connect(db)
     try:

@@ -47,7 +47,7 @@ ROWS = ("floor", "store", "stdlib", "analyze-one", "analyze-one-store", "analyze
 # A row that needs another row's database runs that row too.
 NEEDS = {"noop": "analyze-chunks", "incremental": "analyze-3x", "report": "analyze-one"}
 # How the children start the analyzer: as the `analyze` console script does
-# (`python -m analyzer`), or `analyzer.cli` for a tree without analyzer/__main__.py.
+# (`python -m analyzer`), or `analyzer.cli` for an old tree without analyzer/__main__.py.
 ENTRY = ["-m", "analyzer.cli"]
 
 # The `analyze-one-store` row: one batch stored at a time (the default stores two),
@@ -364,7 +364,7 @@ def child_store(path: str, db: str, max_line: str) -> dict:
     import duckdb
 
     try:
-        from analyzer.ingest_sql import HOT_COLUMNS, RECORD_STRUCT
+        from analyzer.store.record_sql import HOT_COLUMNS, RECORD_STRUCT
     except ImportError:  # a tree from before the batch SQL had a module of its own
         from analyzer.ingestion import _HOT_COLUMNS as HOT_COLUMNS, RECORD_STRUCT
 
@@ -378,7 +378,7 @@ def child_store(path: str, db: str, max_line: str) -> dict:
                                   max_line_size = {int(max_line)})))
     """
     con = duckdb.connect(db)
-    con.execute("SET TimeZone = 'UTC'")  # as analyzer.db.connect: the TIMESTAMPTZ cast is UTC
+    con.execute("SET TimeZone = 'UTC'")  # as analyzer.store.db.connect: the TIMESTAMPTZ cast is UTC
     columns = con.execute(f"DESCRIBE {source}", [path]).fetchall()
     ddl = ", ".join(f'"{c[0]}" {c[1]}' for c in columns if c[0] != "raw")
     con.execute(f"CREATE TABLE store ({ddl}, raw VARCHAR USING COMPRESSION zstd)")
@@ -423,13 +423,13 @@ def child_stdlib(path: str) -> dict:
 
 def child_phases(path: str, db: str) -> dict:
     """`analyze`'s phases in one process on a fresh database: ingest, classify, summary."""
-    from analyzer.db import connect
-    from analyzer.ingestion import ingest
-    from analyzer.summary import build_summary
-    from analyzer.turns import refresh_turns
+    from analyzer.store.db import connect
+    from analyzer.ingestion.logs import ingest
+    from analyzer.outputs.summary import build_summary
+    from analyzer.classification.turns import refresh_turns
 
     try:  # the connection `analyze` ingests with
-        from analyzer.db import INGEST_ROW_GROUP_ROWS
+        from analyzer.store.db import INGEST_ROW_GROUP_ROWS
 
         opened = {"row_groups": INGEST_ROW_GROUP_ROWS}
     except ImportError:  # a tree from before the ingest's row groups
@@ -798,7 +798,7 @@ def main() -> None:
     ident = _analyzer_identity()
     global ENTRY
     if os.path.exists(os.path.join(ident["path"], "__main__.py")):
-        ENTRY = ["-m", "analyzer"]  # what the `analyze` console script runs (analyzer.cli:main)
+        ENTRY = ["-m", "analyzer"]  # what the `analyze` console script runs (analyzer.cli.app:main)
     ident["entry"] = " ".join(["python", *ENTRY])
     facts = generate(opts.dir, sessions)
     run_dir = opts.dir / f"run-{os.getpid()}"

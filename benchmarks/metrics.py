@@ -302,8 +302,8 @@ def _child(argv: list[str]) -> tuple[float, int, str]:
 
 _LOAD = """
 import sys, time
-from analyzer.db import connect
-from analyzer.metrics import load_metrics
+from analyzer.store.db import connect
+from analyzer.jobs.metrics import load_metrics
 con = connect(sys.argv[1])
 t = time.perf_counter()
 r = load_metrics(con, sys.argv[2:])
@@ -345,9 +345,8 @@ def run(tmpdir: str | Path, *, scrape_bytes: int = 1024**3, data_dir: str | Path
                          ("analyze logs --metrics CSV + query_range", ["--metrics", str(data / "samples.csv"), *json_files])):
         db = tmp / "analyze.duckdb"
         db.unlink(missing_ok=True)
-        # Both through typer (analyzer.cli): the console script parses the run without
-        # metrics itself (analyzer.launch), which would count typer's start as the metrics'.
-        wall, rss, out = _child(["-m", "analyzer.cli", logs, "--db", str(db), *extra, "--json"])
+        # Both through the typer app (analyzer.cli.app), so the difference is the metrics' alone.
+        wall, rss, out = _child(["-m", "analyzer.cli.app", logs, "--db", str(db), *extra, "--json"])
         rows.append((label, wall, rss))
         CPU[label] = CPU["last"]
         if extra and report is not None:
@@ -379,7 +378,7 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from rich.console import Console
 
-        from analyzer.terminal import print_episodes
+        from analyzer.cli.terminal import print_episodes
 
         print()
         print_episodes(report["summary"]["metrics"]["episodes"], Console(width=200, highlight=False))

@@ -1,6 +1,6 @@
 -- macro: counter_rules
 -- title: How a Prometheus counter's samples are read: resets and gaps, defined once
--- The rules analyzer.metrics.windows applies to the generation counter (see its
+-- The rules analyzer.classification.windows applies to the generation counter (see its
 -- docstring), for the SQL that reads counters (the report's throughput, the
 -- corroboration of a wedged window):
 -- counter_increase(previous, value): the counter's increase from the sample before

@@ -3,7 +3,7 @@
 -- params: since, until, model
 -- Per form of input (`source_files.form`: S3 chunks, stdout, Parquet, ...): the
 -- files ingested, the records and quarantined lines read from them, and their
--- size in bytes. The database part of the summary (analyzer.holdings) and the
+-- size in bytes. The database part of the summary (analyzer.store.holdings) and the
 -- report's methods footer read it. A file has no single time or model, so files
 -- are counted only when `since`, `until` and `model` are all NULL (the whole
 -- database).

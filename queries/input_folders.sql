@@ -4,7 +4,7 @@
 -- Per folder of `source_files.path` (`/` separated): the files ingested from it
 -- and the first path, one row per folder (a database of 10,000 chunks has a few
 -- folders). The summary's database part names each file's source from it (the
--- folder above a `YYYY-MM-DD` day folder, analyzer.holdings.source_of). A file
+-- folder above a `YYYY-MM-DD` day folder, analyzer.store.holdings.source_of). A file
 -- has no single time or model, so files are counted only when `since`, `until`
 -- and `model` are all NULL.
 SELECT parse_dirpath(path, 'forward_slash') AS folder, count(*) AS files, min(path) AS example

@@ -6,7 +6,7 @@
 -- offered, its thinking switch, `max_tokens` and thinking budget, whether the
 -- log kept its messages (`has_messages`), and `raw`, the request record as
 -- logged (NULL when no request record was kept: not a full capture). `analyze
--- replay` rebuilds each payload from `raw` (analyzer.replay.plan_replay; its
+-- replay` rebuilds each payload from `raw` (analyzer.jobs.replay.plan_replay; its
 -- --only-model picks the models, GLM by default). `since`/`until` bound the
 -- request time (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`).
 SELECT t.request_id, t.ts, t.session_id, t.model, t.origin, t.ladder_trigger, t.tools_count,

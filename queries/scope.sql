@@ -10,7 +10,7 @@
 -- `in_scope(ts, model, $since, $until, $model, $models)`, or with NULL for a
 -- bound the question does not take.
 -- is_glm(model): the focus models, listed first everywhere: the name contains
--- `glm` (any case). The same rule as analyzer.focus.is_glm in Python.
+-- `glm` (any case). The same rule as analyzer.core.focus.is_glm in Python.
 CREATE OR REPLACE MACRO in_scope(ts, model, since, until, model_pattern, models) AS
     (since IS NULL OR ts >= CAST(since AS TIMESTAMP))
     AND (until IS NULL OR ts < CAST(until AS TIMESTAMP))

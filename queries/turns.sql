@@ -1,7 +1,7 @@
 -- table: turns
 -- title: Every turn with its incident class
 -- One row per turn (a request record joined to its response by request_id).
--- A materialized table: rebuilt from this query by analyzer.turns.refresh_turns
+-- A materialized table: rebuilt from this query by analyzer.classification.turns.refresh_turns
 -- whenever records, labels, metric windows or this file changed, so reports and
 -- notebooks read it without recomputing the pairing.
 -- incident_class: the class the proxy logged (`log_fields`' incident_class) when

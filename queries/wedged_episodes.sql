@@ -10,7 +10,7 @@
 -- classes; a sleeping window explains none), the detail the rule wrote, and
 -- `alert_at`: when the live alert would have fired (alert_fires_at,
 -- queries/pod_alert_onset.sql; NULL for a sleeping window or one too short to
--- page). The summary's episodes (analyzer.metrics.wedged_episodes) are these
+-- page). The summary's episodes (analyzer.ingestion.metrics.wedged_episodes) are these
 -- rows. `since`/`until` select the windows overlapping [since, until) (naive UTC
 -- timestamps, or ISO 8601 text), `model` matches the window's `model_name` (a
 -- name or a LIKE pattern), `models` is a list of logged model names, mapped to

@@ -6,7 +6,7 @@
 -- value, the lowest and highest, and `increase`, the counter's increase across
 -- resets (counter_increase, queries/counter_rules.sql: each drop restarts from
 -- 0). The summary corroborates each wedged window with it
--- (analyzer.metrics.evidence): running stuck, waiting growing, KV cache full,
+-- (analyzer.classification.evidence): running stuck, waiting growing, KV cache full,
 -- success counter flat. `pod` is the pod (NULL: samples without a pod),
 -- `model_name` the metric model name, exactly; `model` matches it as a name or a
 -- LIKE pattern (NULL: every model); `metrics` a list of metric names (NULL: every

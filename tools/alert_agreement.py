@@ -1,7 +1,7 @@
 """Do the live alerts agree with the analyzer's windows? The sample week in a real Prometheus.
 
-The offline rule (:mod:`analyzer.metrics.windows`) and the alerting rules
-(:mod:`analyzer.alerts`) are the same rule written twice; this runs both on the
+The offline rule (:mod:`analyzer.classification.windows`) and the alerting rules
+(:mod:`analyzer.outputs.alerts`) are the same rule written twice; this runs both on the
 same metrics and compares them:
 
 1. the sample week's metrics (``sample_logs/metrics/*.json``) are written as
@@ -10,13 +10,13 @@ same metrics and compares them:
    (``/api/v1/rules`` must list every rule healthy);
 3. a Prometheus evaluates rules only from the time it starts, so each alert's
    expression, its recording rules written out
-   (:func:`analyzer.alerts.inline_recording_rules`: a group evaluates them first at
+   (:func:`analyzer.outputs.alerts.inline_recording_rules`: a group evaluates them first at
    the same timestamp), is evaluated over the week with ``query_range`` at the rule
    group's interval (what the rule manager's evaluations would return), and
    ``for:`` is applied as the rule manager applies it: firing once the expression
    has held at every evaluation for ``for:``;
 4. the firing intervals are compared with the analyzer's own windows
-   (:func:`analyzer.metrics.load_metrics` on the same files): every wedged and
+   (:func:`analyzer.jobs.metrics.load_metrics` on the same files): every wedged and
    down window must fire, nothing may fire outside one, and each onset lag
    (first firing evaluation minus the window's start) must be at most the wedge
    window plus one evaluation interval.
@@ -90,7 +90,7 @@ class Agreement:
 
     def figure(self) -> str:
         """The agreement as printed."""
-        from analyzer.alerts import prom_duration
+        from analyzer.outputs.alerts import prom_duration
 
         kinds = {k: sum(1 for w in self.windows if w["kind"] == k) for k in ("wedged", "down")}
         fired = {k: sum(1 for w in self.windows if w["kind"] == k and w.get("fired_at") is not None)
@@ -231,8 +231,8 @@ def apply_for(times: list[float], step: float, hold: float) -> list[tuple[float,
 
 def offline_windows(paths: list[str], wedge_window_s: float, workdir: Path) -> list[dict]:
     """The analyzer's wedged and down windows on the same files."""
-    from analyzer.db import connect
-    from analyzer.metrics import load_metrics
+    from analyzer.store.db import connect
+    from analyzer.jobs.metrics import load_metrics
 
     con = connect(workdir / "analyzer.duckdb")
     try:
@@ -246,10 +246,10 @@ def offline_windows(paths: list[str], wedge_window_s: float, workdir: Path) -> l
 
 def agreement(paths: list[str] | None = None, workdir: Path | None = None) -> Agreement:
     """Run the whole comparison with the default rules (see the module docstring)."""
-    from analyzer.alerts import (DOWN_ALERT, WEDGED_ALERT, AlertSettings, alerting_rules, inline_recording_rules,
+    from analyzer.outputs.alerts import (DOWN_ALERT, WEDGED_ALERT, AlertSettings, alerting_rules, inline_recording_rules,
                                  render_rules)
-    from analyzer.metrics.samples import pod_identity
-    from analyzer.metrics.times import parse_duration
+    from analyzer.io.metric_samples import pod_identity
+    from analyzer.core.durations import parse_duration
 
     began = time.monotonic()
     paths = paths or sorted(glob.glob(str(METRICS / "*.json")))

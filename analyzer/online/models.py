@@ -3,7 +3,7 @@
 One rule for "a GLM model", online and offline: its name contains ``glm`` in any
 case (``glm-5``, ``z-ai/glm-5.2``, ``zai-org/GLM-5-FP8``). The SQL questions use
 the same rule as the macro ``is_glm(model)`` (``queries/scope.sql``), and
-:mod:`analyzer.focus` re-exports :func:`is_glm` from here.
+:mod:`analyzer.core.focus` re-exports :func:`is_glm` from here.
 
 The ladder is a GLM fix: :data:`LADDER_MODELS` are the model-name patterns it
 is armed for by default (``fnmatch`` patterns, matched without regard to case).

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import duckdb
 
-from analyzer.db import connect
-from analyzer.ingestion import ingest
-from analyzer.turns import refresh_turns
+from analyzer.store.db import connect
+from analyzer.ingestion.logs import ingest
+from analyzer.classification.turns import refresh_turns
 
 
 def run(db: Path, inputs: list, **kw):

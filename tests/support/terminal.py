@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def analyze_on_pty(*args: str, cols: int = 80, rows: int = 60, env: dict | None = None,
                    timeout: float = 120) -> tuple[int, str]:
-    """Run ``python -m analyzer.cli ARGS`` with stdin/stdout/stderr on a pty of ``cols`` columns.
+    """Run ``python -m analyzer.cli.app ARGS`` with stdin/stdout/stderr on a pty of ``cols`` columns.
 
     Returns the exit code and everything the terminal received (escapes included).
     """
@@ -24,7 +24,7 @@ def analyze_on_pty(*args: str, cols: int = 80, rows: int = 60, env: dict | None 
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
     full_env.update({"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", **(env or {})})
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdin=slave, stdout=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", *args], stdin=slave, stdout=slave,
                             stderr=slave, env=full_env, close_fds=True, cwd=ROOT)
     os.close(slave)
     chunks = []

@@ -1,0 +1,161 @@
+"""``analyze forget``: remove files from the database, and re-derive what depended on them.
+
+A mistaken run (another week's logs, the wrong bucket) should not stay in the
+database forever. ``forget`` removes files chosen by path (a file, a folder, a
+glob, as ``analyze --db X`` lists the sources) or by time range (the files whose
+records all lie in ``[since, until)``), with their records, their quarantined
+lines, the proxy events read from them and the replay attempts of their turns,
+in one transaction. Then it
+re-derives what depended on them:
+
+- a record is stored once even when several files hold it (the S3 copy and the
+  kubectl copy). A remaining file that held copies of forgotten records (its
+  registry counts more records than it has stored) is read again, so its copies
+  come back;
+- the pod windows are recomputed with the stored wedge window (logged requests
+  are demand in the wedge rule), and the classification is brought up to date.
+
+Metric files given by path are forgotten too (their samples).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analyzer.classification.turns import refresh_turns
+from analyzer.classification.windows import recompute_windows
+from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.ingestion.logs import ingest
+from analyzer.ingestion.metric_store import forget_sources
+from analyzer.store.db import transaction
+from analyzer.store.holdings import DEFAULT_WEDGE_WINDOW_S, stored_wedge_window
+
+
+@dataclass
+class ForgetReport:
+    """What ``forget`` removed and re-derived (``--json`` prints it)."""
+
+    files: list[str] = field(default_factory=list)
+    records: int = 0
+    quarantined: int = 0
+    replay_attempts: int = 0
+    metric_sources: list[str] = field(default_factory=list)
+    metric_samples: int = 0
+    reread: list[str] = field(default_factory=list)
+    reread_missing: list[str] = field(default_factory=list)
+    kept_straddling: int = 0
+    windows_recomputed: bool = False
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def _candidates(given: str) -> list[str]:
+    out = [given.rstrip("/") or "/"]
+    if "://" not in given:
+        out.append(os.path.abspath(os.path.expanduser(given)).rstrip("/") or "/")
+    return list(dict.fromkeys(out))
+
+
+def _matches(path: str, given: str) -> bool:
+    for c in _candidates(given):
+        if path == c or path.startswith(c + "/") or (any(ch in c for ch in "*?[") and fnmatch.fnmatchcase(path, c)):
+            return True
+    return False
+
+
+def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, until=None) -> tuple[dict[int, str], int]:
+    """The registered files to forget: ``{file_id: path}``, and how many straddle the range.
+
+    Raises:
+        AnalyzerError: (usage) a path that matches no file (nor metric source) in the database.
+    """
+    rows = con.execute("SELECT file_id, path FROM source_files ORDER BY path").fetchall()
+    chosen = dict(rows)
+    if paths:
+        metric_sources = [s for (s,) in con.execute("SELECT DISTINCT source FROM metric_samples").fetchall()]
+        chosen = {}
+        for given in paths:
+            hit = {fid: p for fid, p in rows if _matches(p, given)}
+            if not hit and not any(_matches(s or "", given) for s in metric_sources):
+                raise AnalyzerError(f"no file in the database matches {given!r} (`analyze --db ...` lists its "
+                                    "sources; `analyze sql \"SELECT path FROM source_files\"` its files)",
+                                    ExitCode.USAGE)
+            chosen.update(hit)
+    straddling = 0
+    if since is not None or until is not None:
+        spans = con.execute("SELECT file_id, min(ts), max(ts) FROM records GROUP BY file_id").fetchall()
+        inside = set()
+        for fid, first, last in spans:
+            if (since is None or first >= since) and (until is None or last < until):
+                inside.add(fid)
+            elif (since is None or last >= since) and (until is None or first < until):
+                straddling += fid in chosen
+        chosen = {fid: p for fid, p in chosen.items() if fid in inside}
+    return chosen, straddling
+
+
+def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, until=None,
+           dry_run: bool = False) -> ForgetReport:
+    """Forget the files ``paths`` (and/or the range) name; re-derive the rest. See the module docstring."""
+    chosen, straddling = select_files(con, paths, since, until)
+    metric_sources = [s for (s,) in con.execute("SELECT DISTINCT source FROM metric_samples").fetchall()
+                      if s and paths and any(_matches(s, g) for g in paths)] if paths else []
+    report = ForgetReport(files=sorted(chosen.values()), kept_straddling=straddling, metric_sources=metric_sources,
+                          dry_run=dry_run)
+    ids = sorted(chosen)
+    con.execute("CREATE OR REPLACE TEMP TABLE forget_ids AS SELECT unnest(?::INTEGER[]) AS file_id", [ids])
+    report.records, report.quarantined = con.execute(
+        "SELECT (SELECT count(*) FROM records WHERE file_id IN (SELECT file_id FROM forget_ids)), "
+        "(SELECT count(*) FROM quarantine WHERE file_id IN (SELECT file_id FROM forget_ids))").fetchall()[0]
+    report.metric_samples = con.execute("SELECT count(*) FROM metric_samples WHERE list_contains(?, source)",
+                                        [metric_sources]).fetchall()[0][0] if metric_sources else 0
+    if dry_run or (not ids and not metric_sources):
+        return report
+    with transaction(con):
+        # The turns of these records are derived again at the refresh below (as
+        # ingestion marks the turns of the records it adds).
+        con.execute("""INSERT INTO turns_dirty
+                       SELECT DISTINCT coalesce(session_id, '~' || coalesce(request_id, '')) FROM records
+                       WHERE file_id IN (SELECT file_id FROM forget_ids) AND type IN ('request', 'response')""")
+        con.execute("DELETE FROM records WHERE file_id IN (SELECT file_id FROM forget_ids)")
+        con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM forget_ids)")
+        con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM forget_ids)")
+        con.execute("DELETE FROM source_files WHERE file_id IN (SELECT file_id FROM forget_ids)")
+        if metric_sources:
+            forget_sources(con, metric_sources)
+        # Replay attempts of turns that are no longer in the database.
+        report.replay_attempts = con.execute(
+            "SELECT count(*) FROM replay_attempts a WHERE NOT EXISTS "
+            "(SELECT 1 FROM records r WHERE r.request_id = a.request_id AND r.type = 'request')").fetchall()[0][0]
+        con.execute("DELETE FROM replay_attempts a WHERE NOT EXISTS "
+                    "(SELECT 1 FROM records r WHERE r.request_id = a.request_id AND r.type = 'request')")
+        # Files that held copies of records stored under another file: read them
+        # again (a size that matches no file makes ingestion see them as changed).
+        holders = con.execute(
+            """SELECT s.file_id, s.path FROM source_files s
+               LEFT JOIN (SELECT file_id, count(*) AS n FROM records GROUP BY file_id) r USING (file_id)
+               WHERE coalesce(s.records, 0) > coalesce(r.n, 0)""").fetchall()
+        if holders:
+            con.execute("UPDATE source_files SET size_bytes = -1 WHERE list_contains(?, file_id)",
+                        [[fid for fid, _ in holders]])
+    present = [p for _, p in holders if Path(p).exists()]
+    report.reread = present
+    report.reread_missing = [p for _, p in holders if not Path(p).exists()]
+    if present:
+        ingest(con, present)
+    if con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] or \
+            con.execute("SELECT count(*) FROM pod_windows").fetchall()[0][0]:
+        recompute_windows(con, stored_wedge_window(con) or DEFAULT_WEDGE_WINDOW_S)
+        report.windows_recomputed = True
+    refresh_turns(con)
+    con.execute("DROP TABLE IF EXISTS forget_ids")
+    return report

@@ -1,0 +1,369 @@
+"""Every file of queries/ runs: on a fresh database, on a small populated one, on the sample week.
+
+The populated database (``build_week_db``) is shared with the other tests of the
+SQL layer (sql CLI, export, notebook, Spark): three days, two models, three client
+versions, and at least one turn of each class the questions single out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzer.store.db import connect
+from analyzer.ingestion.logs import ingest
+from analyzer.online import log_fields, run_ladder
+from analyzer.store.catalog import load_queries
+from analyzer.store.asking import execute
+from analyzer.classification.turns import refresh_turns
+from tests.support.records import (
+    NAKED_500,
+    NAKED_500_HEADERS,
+    TOOL_CALL,
+    TOOL_RESULT,
+    at,
+    request,
+    response_error,
+    response_ok,
+    write_jsonl,
+)
+from tests.support.repo import REPO
+
+ROOT = REPO
+SAMPLE = ROOT / "sample_logs"
+QUERIES = load_queries()
+QUESTIONS = sorted(n for n, q in QUERIES.items() if q.kind == "question")
+RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
+DAY = 24 * 60  # minutes
+
+# ---------------------------------------------------------------------------
+# The small populated week (shared with the other SQL-layer tests)
+
+V13, V14 = "geo-agent/v3.13.1", "geo-agent/v3.14.0"
+TOOLS_PAYLOAD = {
+    "model": "glm-5", "max_tokens": 2048, "tools": [{"type": "function", "function": {"name": "query"}}],
+    "messages": [{"role": "user", "content": "q"},
+                 {"role": "assistant", "content": None,
+                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "rows"}],
+}
+
+
+def _answer(content="", finish="stop", tokens=12):
+    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 900, "completion_tokens": tokens}}).encode()
+
+
+def _turn(rid, minute, session, *, model="glm-5", client=V13, req=None, resp=None, **kw):
+    """A request and its response (``resp`` is response_ok/response_error, or None: unanswered)."""
+    common = {"session": session, "model": model, "client": client}
+    recs = [request(rid, at(minute), **common, **(req or {}))]
+    if resp is not None:
+        recs.append(resp(rid, at(minute + 0.05), **common, **kw))
+    return recs
+
+
+def _ladder_extra(recover: bool):
+    """log_fields of a real analyzer.online ladder run: recovered at drop_tools, or exhausted."""
+    def send(payload):
+        if "tools" in payload or not recover:
+            return 500, {"content-length": "0"}, b""
+        return 200, {}, _answer("Final answer.")
+    result = run_ladder(TOOLS_PAYLOAD, send)
+    return log_fields(TOOLS_PAYLOAD, result.status, result.body, result)
+
+
+def week_records() -> list[dict]:
+    """Proxy records of a small three-day week (2026-11-16 .. 18)."""
+    length_fields = log_fields({**TOOLS_PAYLOAD, "max_tokens": 4096}, 200, _answer("", "length", 4096))
+    r: list[dict] = []
+    # Day 1: a tool session that fails once and recovers by the client's retry,
+    # one that dies on a naked 500, a healthy qwen3 session, and a session that
+    # ends on reasoning eating the whole budget (new-format record).
+    r += _turn("a0000001", 0, "s-a", resp=response_ok, tool_calls=TOOL_CALL)
+    r += _turn("a0000002", 1, "s-a", req={"tool_results": TOOL_RESULT}, resp=response_error, error=NAKED_500,
+               headers=NAKED_500_HEADERS)
+    r += _turn("a0000003", 1.2, "s-a", req={"tool_results": TOOL_RESULT}, resp=response_ok, content="Here.")
+    r += _turn("b0000001", 5, "s-b", resp=response_ok, tool_calls=TOOL_CALL)
+    r += _turn("b0000002", 6, "s-b", req={"tool_results": TOOL_RESULT}, resp=response_error, error=NAKED_500,
+               headers=NAKED_500_HEADERS)
+    r += _turn("c0000001", 10, "s-c", model="qwen3", client=V14, resp=response_ok, content="Hi.")
+    r += _turn("c0000002", 11, "s-c", model="qwen3", client=V14, resp=response_ok, content="Sure.")
+    r += _turn("d0000001", 20, "s-d", req={"enable_thinking": True}, resp=response_ok, reasoning="Let me think " * 50,
+               completion_tokens=4096, extra=length_fields)
+    # Day 2: a ladder that recovered, a ladder that did not, a timeout inside a
+    # wedged window (inserted below), an unanswered request without a client.
+    r += _turn("e0000001", DAY, "s-e", client=V14, req={"tool_results": TOOL_RESULT}, resp=response_ok,
+               content="Final answer.", extra=_ladder_extra(True))
+    r += _turn("e0000002", DAY + 2, "s-e", client=V14, req={"tool_results": TOOL_RESULT}, resp=response_error,
+               error=NAKED_500, extra=_ladder_extra(False))
+    r += _turn("f0000001", DAY + 30, "s-f", resp=response_error, error="Request timed out after 1200000ms",
+               latency_ms=1_200_000)
+    r += _turn("g0000001", DAY + 40, "s-g", model="qwen3", client=None, resp=None)
+    # Day 3: a 429, a legacy empty 200 with tool history, a legacy length turn
+    # (tokens at the round cap with a reasoning trace), healthy turns.
+    r += _turn("h0000001", 2 * DAY, "s-h", model="qwen3", client=V14, resp=response_error,
+               error='Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}')
+    r += _turn("h0000002", 2 * DAY + 1, "s-h", model="qwen3", client=V14, resp=response_ok, content="Done.")
+    r += _turn("i0000001", 2 * DAY + 5, "s-i", req={"tool_results": TOOL_RESULT}, resp=response_ok,
+               completion_tokens=1)
+    r += _turn("j0000001", 2 * DAY + 9, "s-j", req={"enable_thinking": True}, resp=response_ok,
+               reasoning="Hmm " * 100, completion_tokens=2048)
+    r += _turn("k0000001", 2 * DAY + 12, "s-k", client=V14, resp=response_ok, content="All good.")
+    return r
+
+
+WEDGED_WINDOW = (at(DAY + 25), at(DAY + 35))
+
+
+def build_week_db(path: Path) -> Path:
+    """Ingest ``week_records()`` into a database at ``path``, add a wedged window, classify."""
+    logs = write_jsonl(path.parent / f"{path.stem}-logs" / "2026-11-16" / "14-00-00-proxy-1-0a1b2c3d.jsonl",
+                       week_records())
+    con = connect(path)
+    try:
+        ingest(con, [str(logs)])
+        con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
+                    list(WEDGED_WINDOW))
+        refresh_turns(con)
+    finally:
+        con.close()
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Fixtures
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    con = connect(tmp_path_factory.mktemp("fresh") / "fresh.duckdb")
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory):
+    db = build_week_db(tmp_path_factory.mktemp("week") / "week.duckdb")
+    con = connect(db, read_only=True)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def sample_week(tmp_path_factory):
+    """The bundled sample week (S3 chunks and metrics), when it exists."""
+    if not (SAMPLE / "s3").is_dir():
+        pytest.skip("sample_logs/ not generated yet")
+    con = connect(tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    ingest(con, [str(SAMPLE / "s3")])
+    metrics = SAMPLE / "metrics"
+    if metrics.is_dir():
+        from analyzer.jobs.metrics import load_metrics
+
+        load_metrics(con, [str(metrics)])
+    refresh_turns(con)
+    yield con
+    con.close()
+
+
+def _run(con, name, **params):
+    # The same path `analyze sql` and analyzer.query take (parameter binding included).
+    cur = execute(con, name if QUERIES[name].kind == "question" else f'SELECT * FROM "{name}"', params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+
+# ---------------------------------------------------------------------------
+# Every file runs
+
+
+def test_every_question_declares_since_until_model():
+    for name in QUESTIONS:
+        q = QUERIES[name]
+        assert {"since", "until", "model"} <= set(q.params), f"{q.path.name}: params {q.params}"
+        for p in q.params:
+            assert f"${p}" in q.sql, f"{q.path.name} declares {p} but never uses ${p}"
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_runs_on_a_fresh_database(fresh, name):
+    assert _run(fresh, name) == []
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_runs_on_the_populated_week(week, name):
+    _run(week, name)
+    if QUERIES[name].kind == "question":
+        _run(week, name, since="2026-11-17", until="2026-11-18T00:00:00Z", model="glm%")
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_runs_on_the_sample_week(sample_week, name):
+    rows = _run(sample_week, name)
+    if name in ("classes_by_day", "failures_by_day", "failures_by_client", "class_rates", "error_texts",
+                "latency_by_class", "dead_sessions", "turns", "sessions"):
+        assert rows, f"{name} found nothing in the sample week"
+
+
+# ---------------------------------------------------------------------------
+# The questions answer what they say
+
+
+def test_classes_by_day_counts_every_turn_once(week):
+    rows = _run(week, "classes_by_day")
+    total = week.execute("SELECT count(*) FROM turns").fetchall()[0][0]
+    assert sum(r["turns"] for r in rows) == total
+    day1_glm = [r for r in rows if str(r["day"]) == "2026-11-16" and r["model"] == "glm-5"]
+    assert {r["incident_class"]: r["turns"] for r in day1_glm} == {
+        "ok": 3, "tool-history-5xx": 2, "length-with-no-content": 1}
+    assert sum(r["share"] for r in day1_glm) == pytest.approx(1.0, abs=1e-3)
+    assert all(r["model_turns"] == 6 for r in day1_glm)
+
+
+def test_failures_by_day_and_filters(week):
+    rows = _run(week, "failures_by_day")
+    assert all(r["incident_class"] != "ok" for r in rows)
+    day2 = {(r["model"], r["incident_class"]): r for r in rows if str(r["day"]) == "2026-11-17"}
+    assert day2[("glm-5", "tool-history-5xx")]["failed_turns"] == 2
+    assert day2[("glm-5", "tool-history-5xx")]["recovered_by_ladder"] == 1
+    assert day2[("glm-5", "wedged-pod")]["failed_turns"] == 1
+    assert day2[("qwen3", "unanswered")]["failed_turns"] == 1
+    only = _run(week, "failures_by_day", since="2026-11-17", until="2026-11-18", model="qwen%")
+    assert [(r["model"], r["incident_class"]) for r in only] == [("qwen3", "unanswered")]
+    # An offset is honoured: 2026-11-17T01:00+02:00 is 2026-11-16T23:00Z.
+    assert _run(week, "failures_by_day", since="2026-11-17T01:00:00+02:00", until="2026-11-17T00:00:00Z") == []
+
+
+def test_dead_sessions_with_their_last_turns(week):
+    rows = _run(week, "dead_sessions")
+    dead = {r["session_id"] for r in rows}
+    assert {"s-b", "s-d", "s-e", "s-f", "s-g", "s-i", "s-j"} == dead
+    s_b = [r for r in rows if r["session_id"] == "s-b"]
+    assert [(r["from_end"], r["request_id"], r["incident_class"]) for r in s_b] == [
+        (1, "b0000002", "tool-history-5xx"), (2, "b0000001", "ok")]
+    one = _run(week, "dead_sessions", last_turns=1)
+    assert len(one) == len(dead) and all(r["from_end"] == 1 for r in one)
+
+
+def test_length_no_content_carries_the_cap_and_reasoning(week):
+    rows = {r["request_id"]: r for r in _run(week, "length_no_content")}
+    assert set(rows) == {"d0000001", "j0000001"}
+    logged = rows["d0000001"]
+    assert (logged["max_tokens"], logged["completion_tokens"], logged["share_of_cap"], logged["evidence"]) == (
+        4096, 4096, 1.0, "logged")
+    assert logged["reasoning_chars"] == len("Let me think " * 50)
+    legacy = rows["j0000001"]
+    assert legacy["max_tokens"] is None and legacy["share_of_cap"] is None and legacy["evidence"] == "inferred"
+
+
+def test_wedged_failures_name_the_window(week):
+    rows = _run(week, "wedged_failures")
+    assert [(r["request_id"], r["incident_class"], r["rule_class"], r["pods"]) for r in rows] == [
+        ("f0000001", "wedged-pod", "timeout", "glm-5-0")]
+    windows = _run(week, "pod_window_failures")
+    assert [(w["pod"], w["kind"], w["turns"], w["failed_turns"], w["main_failure_class"]) for w in windows] == [
+        ("glm-5-0", "wedged", 1, 1, "wedged-pod")]
+
+
+def test_ladder_recovery_by_rung(week):
+    rows = {r["rung"]: r for r in _run(week, "ladder_recovery", model="glm-5")}
+    assert rows["tool_choice_none"]["ladders"] == 2
+    assert (rows["tool_choice_none"]["reached"], rows["tool_choice_none"]["recovered"]) == (2, 0)
+    assert (rows["drop_tools"]["reached"], rows["drop_tools"]["recovered"]) == (2, 1)
+    assert rows["drop_tools"]["cumulative_rate"] == 0.5
+    assert 0 < rows["drop_tools"]["cumulative_low"] < 0.5 < rows["drop_tools"]["cumulative_high"] < 1
+
+
+def test_failures_by_client_version(week):
+    rows = {(r["client"], r["model"]): r for r in _run(week, "failures_by_client")}
+    v13 = rows[(V13, "glm-5")]
+    assert (v13["client_name"], v13["client_version"]) == ("geo-agent", "v3.13.1")
+    assert v13["tool_history_5xx"] == 2 and v13["length_with_no_content"] == 2
+    assert rows[(V14, "glm-5")]["ladder_recovered"] == 1
+    assert rows[("(none)", "qwen3")]["failed_turns"] == 1
+
+
+def test_class_rates_intervals(week):
+    rows = {(r["model"], r["incident_class"]): r for r in _run(week, "class_rates")}
+    ok = rows[("qwen3", "ok")]
+    assert ok["turns"] == 3 and ok["model_turns"] == 5
+    assert ok["rate_low"] < ok["rate"] == 0.6 < ok["rate_high"]
+
+
+# ---------------------------------------------------------------------------
+# The scope and the focus models, defined once (queries/scope.sql)
+
+
+def test_is_glm_is_one_rule_in_sql_and_python(fresh):
+    from analyzer.core.focus import is_glm
+
+    names = ["glm-5", "GLM-4.6", "zai-org/GLM-4.5-Air", "qwen3", "gpt-4o", "", None, "g-l-m"]
+    got = fresh.execute("SELECT list(is_glm(m) ORDER BY i) FROM (SELECT unnest($n) AS m, "
+                        "generate_subscripts($n, 1) AS i)", {"n": names}).fetchall()[0][0]
+    assert got == [is_glm(n) for n in names] == [True, True, True, False, False, False, False, False]
+
+
+def test_in_scope_bounds_and_models(fresh):
+    t = "TIMESTAMP '2026-11-17 12:00:00'"
+
+    def scope(since, until, pattern, models):
+        return fresh.execute(f"SELECT in_scope({t}, 'glm-5', $s, $u, $p, $m)",
+                             {"s": since, "u": until, "p": pattern, "m": models}).fetchall()[0][0]
+
+    assert scope(None, None, None, None) is True
+    assert scope("2026-11-17T12:00:00", "2026-11-17T12:00:01", None, None) is True  # since inclusive
+    assert scope(None, "2026-11-17T12:00:00", None, None) is False  # until exclusive
+    assert scope(None, None, "GLM%", None) is True and scope(None, None, "qwen%", None) is False
+    assert scope(None, None, None, ["glm-5", "qwen3"]) is True and scope(None, None, None, ["qwen3"]) is False
+
+
+def test_the_summary_and_the_report_run_their_questions_by_name(week):
+    # Every question the library runs is one `analyze sql NAME` runs: a figure of
+    # the summary is the row of its question.
+    from datetime import datetime
+
+    from analyzer.outputs.summary import build_summary
+
+    s = build_summary(week, models=["glm-5"], since=datetime(2026, 11, 17))
+    totals = _run(week, "scope_totals", since="2026-11-17", models=["glm-5"])
+    assert (s["turns"], s["sessions"], s["ladder_addressable"]) == (
+        totals[0]["turns"], totals[0]["sessions"], totals[0]["ladder_addressable"])
+    lost = _run(week, "sizing_lost_sessions", since="2026-11-17", models=["glm-5"])
+    assert s["sizing"]["sessions_lost"] == lost[0]["sessions_lost"]
+
+
+def test_a_read_only_connection_to_an_older_database_gets_todays_macros(tmp_path):
+    # A database written by an analyzer whose queries/ had no in_scope macro (and an
+    # older SQL signature): opened read-only (analyze sql, the report), the questions
+    # still run, on temporary macros of that connection; the file is not changed.
+    db = build_week_db(tmp_path / "older.duckdb")
+    con = connect(db)
+    con.execute("DROP MACRO in_scope")
+    con.execute("UPDATE build_state SET signature = 'older' WHERE name = 'views'")
+    con.close()
+    ro = connect(db, read_only=True)
+    try:
+        assert _run(ro, "scope_totals", model="qwen%")[0]["turns"] == 5
+        assert ro.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall() == [("older",)]
+    finally:
+        ro.close()
+
+
+def test_most_frequent_breaks_a_tie_the_same_way_every_time(fresh):
+    """The questions' main class (error_groups, pod_window_failures, failures_by_dimension)
+    comes from most_frequent: a tie goes to the smallest class, whatever order the rows came in."""
+    rows = [("other-5xx",)] * 3 + [("tool-history-5xx",)] * 3 + [("ok",)]
+    picks = set()
+    for seed in range(20):
+        picks.add(fresh.execute(
+            "SELECT most_frequent(histogram(c)) FROM (SELECT c FROM (VALUES " + ", ".join("(?)" for _ in rows)
+            + ") v(c) ORDER BY hash(c || ?::VARCHAR))", [r[0] for r in rows] + [seed]).fetchall()[0][0])
+    assert picks == {"other-5xx"}
+    assert fresh.execute("SELECT most_frequent(histogram(c)) FROM (VALUES ('a'), ('b'), ('b')) v(c)").fetchall() == [("b",)]
+    # mode() names 'b' here, in either order (its tie follows its hash table)
+    assert fresh.execute("SELECT most_frequent(histogram(c)) FROM (VALUES ('b'), ('a')) v(c)").fetchall() == [("a",)]
+    assert fresh.execute("SELECT most_frequent(histogram(c) FILTER (WHERE c <> 'a')) FROM (VALUES ('a')) v(c)"
+                         ).fetchall() == [(None,)]
