@@ -106,13 +106,15 @@ def sql_cmd(
 
 @app.command("export")
 def export_cmd(
-    parquet: Path = typer.Option(..., "--parquet", metavar="DIR", help="Directory to write day=YYYY-MM-DD/*.parquet into (replaced on re-export)."),
+    parquet: Optional[Path] = typer.Option(None, "--parquet", metavar="DIR", help="Directory to write the classified turns into as day=YYYY-MM-DD/*.parquet (replaced on re-export)."),
+    lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Directory to write every relation a question reads into, with a manifest (a Parquet lake for Spark and other engines; replaced on re-export)."),
     db: Db = None,
+    json_out: Json = False,
 ) -> None:
-    """Write the classified turns as Parquet partitioned by day, for bigger engines."""
+    """Write Parquet for bigger engines: the classified turns (--parquet) or the whole lake (--lake)."""
     from analyzer.cli.export import export_command
 
-    export_command(parquet, db=db)
+    export_command(parquet, db=db, lake=lake, json_out=json_out)
 
 
 @app.command("sync")
@@ -138,6 +140,7 @@ def report_cmd(
     until: Until = None,
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="HTML file to write [default: ./report-<week>.html]."),
     plotly_cdn: bool = typer.Option(False, "--plotly-cdn", help="Link plotly.js from its CDN instead of embedding it (smaller, needs network)."),
+    lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database."),
 ) -> None:
     """Render the weekly HTML report (one self-contained file) and print its path.
 
@@ -145,7 +148,7 @@ def report_cmd(
     """
     from analyzer.cli.report import report_command
 
-    report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn)
+    report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn, lake=lake)
 
 
 @app.command("replay")

@@ -9,10 +9,13 @@ from analyzer.outputs.report import make_report
 
 
 def report_command(db: Path | None, files: list[str] | None, *, week: str | None = None, since: str | None = None,
-                   until: str | None = None, output: Path | None = None, plotly_cdn: bool = False) -> Path:
-    """Ingest ``files`` (if any), render the report of the week or range, print the file's path; return it."""
-    with naming(week="--week", since="--since", until="--until"):
+                   until: str | None = None, output: Path | None = None, plotly_cdn: bool = False,
+                   lake: Path | None = None) -> Path:
+    """Ingest ``files`` (if any), render the report of the week or range, print the file's path; return it.
+
+    With ``lake``: the report of a Parquet lake (``analyze export --lake``) instead of a database."""
+    with naming(week="--week", since="--since", until="--until", lake="--lake"):
         path = make_report(db, files or None, week=week, since=since, until=until, output=output,
-                           plotly="cdn" if plotly_cdn else "inline")
+                           plotly="cdn" if plotly_cdn else "inline", lake=lake)
     print(path)
     return path

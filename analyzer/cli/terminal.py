@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from analyzer.jobs.forget import ForgetReport
     from analyzer.jobs.replay import ReplayPlan, ReplayReport
     from analyzer.outputs.export import ExportReport
+    from analyzer.outputs.lake import LakeReport
 
 
 def _t(value: Any) -> str:
@@ -638,6 +639,13 @@ def print_export_report(report: "ExportReport") -> None:
     removed = f", removed {len(report.removed_days)} stale day(s)" if report.removed_days else ""
     span = f" ({report.days[0]} .. {report.days[-1]})" if report.days else ""
     print(f"exported {report.rows:,} turns in {len(report.days)} day partition(s){span} to {report.path}{removed}")
+
+
+def print_lake_report(report: "LakeReport") -> None:
+    """One line: how many rows of how many relations went into the lake, and where."""
+    removed = f", removed {', '.join(report.removed)}" if report.removed else ""
+    print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
+          f"to {safe_text(report.path)}{removed}")
 
 
 def print_forget_report(report: "ForgetReport") -> None:

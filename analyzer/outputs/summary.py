@@ -71,14 +71,17 @@ def build_summary(
     since: datetime | None = None,
     until: datetime | None = None,
     with_oncall: bool = True,
+    refresh: bool = True,
 ) -> dict[str, Any]:
     """Compute the sizing summary over the (filtered) turns in the database.
 
     Returns a JSON-ready dict; ``analyze --json`` prints exactly this.
     ``with_oncall=False`` leaves out the on-call block (``oncall`` is None), for
-    callers that take it from another summary.
+    callers that take it from another summary. ``refresh=False`` reads ``turns``
+    as it is (a lake holds the classes as exported).
     """
-    ensure_turns(con)
+    if refresh:
+        ensure_turns(con)
     scope = {"models": models or None, "since": since, "until": until}
 
     (turns, sessions, first, last, inferred, addressable, logged_turns) = next(

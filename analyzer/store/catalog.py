@@ -83,13 +83,14 @@ def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
     return dict(out)
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
+def create_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = True) -> None:
     """(Re)create every view of queries/ in the database.
 
     Macro files (``-- macro:``) run first, verbatim. Views may build on each other;
     they are created in dependency order by retrying the ones whose dependencies do
     not exist yet. A ``-- table:`` file is a materialized view: created here when
-    missing, rebuilt by :func:`analyzer.classification.turns.refresh_turns`.
+    missing, rebuilt by :func:`analyzer.classification.turns.refresh_turns`; with
+    ``materialize=False`` it is left to the caller (a lake brings its own).
     """
     queries = load_queries().values()
     # Views are recreated only when the SQL changed since they were last made (a
@@ -100,7 +101,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for q in queries:
         if q.kind == "macro":
             con.execute(q.sql)
-    pending = [q for q in queries if q.kind in ("view", "table")]
+    pending = [q for q in queries if q.kind == "view" or (q.kind == "table" and materialize)]
     while pending:
         failed = []
         errors = {}

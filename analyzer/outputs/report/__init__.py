@@ -20,6 +20,7 @@ from analyzer.ingestion.logs import ingest
 from analyzer.outputs.report.build import build_context, resolve_period
 from analyzer.outputs.report.html import render_html, write_html
 from analyzer.store.db import connect, connect_writer
+from analyzer.store.lake import open_lake
 
 __all__ = ["make_report"]
 
@@ -33,6 +34,7 @@ def make_report(
     until: str | date | datetime | None = None,
     output: str | Path | None = None,
     plotly: str = "inline",
+    lake: str | Path | None = None,
 ) -> Path:
     """Render the report for a week (or ``[since, until)``) into one HTML file; return its path.
 
@@ -46,6 +48,9 @@ def make_report(
             ``report-<since>_<until>.html``) in the current directory.
         plotly: ``"inline"`` embeds plotly.js (the page works offline);
             ``"cdn"`` links it from cdn.plot.ly instead (a much smaller file).
+        lake: a Parquet lake (``analyze export --lake``) to read instead of a
+            database: DuckDB reads its files (:func:`analyzer.store.lake.open_lake`);
+            the classes are the lake's, as exported.
 
     Raises:
         AnalyzerError: bad arguments, no database, or no turns in the period.
@@ -53,6 +58,17 @@ def make_report(
     if plotly not in ("inline", "cdn"):
         raise AnalyzerError(f"plotly must be 'inline' or 'cdn', not {plotly!r}", ExitCode.USAGE)
     files = list(files or [])
+    if lake is not None:
+        if files or db is not None:
+            raise AnalyzerError("a report reads a lake or a database, not both: give --lake DIR alone",
+                                ExitCode.USAGE, param="lake")
+        con = open_lake(lake)
+        try:
+            period = resolve_period(con, week=week, since=since, until=until)
+            context = build_context(con, period, plotly=plotly, refresh=False)
+        finally:
+            con.close()
+        return _write(context, period, output)
     target = Path(db) if db is not None else default_db_path()
     if not files and str(target) != ":memory:" and not target.exists():
         raise DatabaseError(f"no database at {target}; run `analyze FILES...` or give the log files")
@@ -75,6 +91,10 @@ def make_report(
         context = build_context(con, period, plotly=plotly)
     finally:
         con.close()
+    return _write(context, period, output)
+
+
+def _write(context, period, output: str | Path | None) -> Path:
     html = render_html(context)
     path = Path(output) if output is not None else Path.cwd() / f"report-{period.file_stem}.html"
     return write_html(html, path)

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from analyzer import __version__
-from analyzer.classification.turns import snapshot_turns
+from analyzer.classification.turns import ensure_turns
 from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
@@ -669,9 +669,14 @@ def build_context(
     *,
     plotly: str = "inline",
     generated_at: datetime | None = None,
+    refresh: bool = True,
 ) -> ReportContext:
-    """Every section of the report for ``period``, from the database."""
-    snapshot_turns(con)  # every query below reads one materialized copy of `turns`
+    """Every section of the report for ``period``, from the database.
+
+    ``refresh=False`` reads ``turns`` as it is (a lake holds the classes as exported).
+    """
+    if refresh:
+        ensure_turns(con)  # every query below reads one materialized copy of `turns`
     p: dict[str, Any] = {"since": period.since, "until": period.until}
     focus, models = _focus_models(con, p)
     if not models:
@@ -680,10 +685,12 @@ def build_context(
                             f"{last:%Y-%m-%d %H:%M} UTC", ExitCode.NO_INPUT)
     p["models"] = models
     # The on-call section covers every model: it comes from summary_all alone.
-    summary_focus = build_summary(con, models=models, since=period.since, until=period.until, with_oncall=False)
+    # `turns` is current (or, from a lake, as exported): the summaries read it as it is.
+    summary_focus = build_summary(con, models=models, since=period.since, until=period.until, with_oncall=False,
+                                  refresh=False)
     summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since,
-                                 with_oncall=False)
-    summary_all = build_summary(con, since=period.since, until=period.until)
+                                 with_oncall=False, refresh=False)
+    summary_all = build_summary(con, since=period.since, until=period.until, refresh=False)
     windows = _windows(con, p)
     focus_metric_models = {redact(m) for (m,) in ask(con, "metric_models", _scope(p))}
     metrics_note = summary_all["metrics"]["note"]

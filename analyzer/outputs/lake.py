@@ -1,0 +1,209 @@
+"""``analyze export --lake DIR``: every relation a question reads, as a Parquet lake with a manifest.
+
+The hand-off for an engine past one machine (Spark, Trino, DuckDB elsewhere):
+one folder per relation, the big ones partitioned by UTC day (hive style), and a
+manifest that says what each holds::
+
+    DIR/_manifest.json                    format, schema, time range, every table's columns
+    DIR/records/day=2026-11-16/*.parquet  records, turns, sessions, proxy_events, metric_points
+    DIR/pod_windows/*.parquet             the small ones unpartitioned
+
+The relations are the database's own tables (what ingestion and classification
+stored: records with their raw line, labels, metric series and points, pod
+windows, settings...) and the materialized ``turns``, ``sessions`` and
+``ladder_baseline``, so an engine can read the classes directly or recompute them
+from the base tables (``analyzer.questions.spark`` does, and its gate checks the
+two agree). Caches and bookkeeping (summary memo, build state) stay out. JSON columns are written as text; the manifest lists them so a reader can
+restore the type (:func:`analyzer.store.lake.open_lake` does).
+
+The lake holds what the database holds, raw log lines included: share it as you
+would share the database file.
+
+Re-exporting replaces the lake: everything is written beside ``DIR`` first, then
+each relation's folder is swapped in and the manifest written last. A folder
+that is not empty and holds no lake manifest is refused, so nobody's files are
+replaced by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from analyzer import __version__
+from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.isotime import iso_utc
+from analyzer.store.catalog import load_queries
+from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, read_manifest
+
+#: Bookkeeping that answers no question: left out of the lake. (``_migrations`` goes in:
+#: which schema made the data is part of what the lake says, and the report shows it.)
+NOT_EXPORTED = frozenset({"build_state", "ingest_pending", "summary_cache", "turns_dirty"})
+
+#: The relations big enough to partition, by the UTC day of this time column.
+PARTITIONED_BY = {"records": "ts", "turns": "ts", "sessions": "first_ts", "proxy_events": "ts",
+                  "metric_points": "ts"}
+
+#: What each relation holds, for the manifest (docs/views.md has every column).
+WHAT = {
+    "records": "every log record read, typed columns and the raw line, with file and line",
+    "source_files": "every input file read: path, form, size, how far it was read",
+    "quarantine": "lines that could not be read as records, with file, line and reason",
+    "skipped_files": "files that could not be read at all, and why",
+    "proxy_events": "what the proxy said about itself on stdout (starts, crashes, warnings)",
+    "error_kinds": "analyzer.online.parse_error over each distinct error text",
+    "feature_labels": "analyzer.online.decide over each distinct turn feature row",
+    "class_labels": "the classes logged by a proxy running analyzer.online, as the analyzer reads them",
+    "metric_series": "each Prometheus series kept (metric, labels, pod, model)",
+    "metric_points": "the samples of those series",
+    "metric_sources": "the metric inputs loaded",
+    "model_map": "log model -> metric model_name, where they differ",
+    "pod_windows": "wedged, down and sleeping windows of each pod, from the wedge rule",
+    "turns_windows": "the windows the materialized turns were built with",
+    "replay_attempts": "what `analyze replay` sent and got back, per turn and rung",
+    "runs": "the runs of the analyzer on this database",
+    "settings": "what the database keeps between runs (caller deadline, wedge window)",
+    "_migrations": "the schema migrations that made the database the lake was exported from",
+    "turns": "every turn with its incident class (materialized from queries/turns.sql)",
+    "sessions": "every session with how it ended (materialized from queries/sessions.sql)",
+    "ladder_baseline": "the failures the ladder would have met (materialized from queries/ladder_baseline.sql)",
+}
+
+
+@dataclass
+class LakeReport:
+    """What a lake export wrote."""
+
+    path: str
+    tables: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        """Rows written, every relation together."""
+        return sum(self.tables.values())
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return {**asdict(self), "rows": self.rows}
+
+
+def lake_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The relations the lake holds: the database's tables but the bookkeeping, sorted."""
+    names = [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary ORDER BY table_name"
+    ).fetchall()]
+    if "records" not in names:
+        raise AnalyzerError("the database holds no records; run `analyze FILES...` first", ExitCode.DATABASE)
+    return [n for n in names if n not in NOT_EXPORTED]
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    return con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
+        "ORDER BY column_index", [table]).fetchall()
+
+
+def _write_table(con: duckdb.DuckDBPyConnection, table: str, dest: Path, compression: str) -> tuple[int, dict]:
+    columns = _columns(con, table)
+    json_columns = [c for c, t in columns if t == "JSON"]
+    exprs = [f'CAST("{c}" AS VARCHAR) AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in columns]
+    time_column = PARTITIONED_BY.get(table)
+    rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0]
+    dest.mkdir(parents=True)
+    if rows and time_column:
+        # The relation API takes the path as a value, never pasted into SQL.
+        con.sql(f'SELECT {", ".join(exprs)}, CAST("{time_column}" AS DATE) AS {PARTITION} FROM "{table}" '
+                f'ORDER BY "{time_column}"').write_parquet(str(dest), partition_by=[PARTITION],
+                                                         compression=compression)
+    else:
+        # An empty relation still gets a file: its schema is what a reader registers.
+        con.sql(f'SELECT {", ".join(exprs)} FROM "{table}"').write_parquet(
+            str(dest / "data_0.parquet"), compression=compression)
+    kind = load_queries().get(table)
+    entry = {
+        "rows": rows,
+        "columns": [[c, t] for c, t in columns],
+        "json_columns": json_columns,
+        "partition": PARTITION if rows and time_column else None,
+        "time_column": time_column,
+        "kind": "materialized" if kind is not None and kind.kind == "table" else "table",
+        "what": WHAT.get(table, ""),
+    }
+    return rows, entry
+
+
+def _manifest_of(out: Path) -> dict | None:
+    try:
+        return read_manifest(out)
+    except AnalyzerError:
+        return None
+
+
+def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compression: str = "zstd") -> LakeReport:
+    """Write every relation a question reads to ``out_dir`` as a Parquet lake with a manifest.
+
+    Idempotent: a re-export replaces each relation's folder and removes the
+    relations the database no longer has. Returns a :class:`LakeReport`.
+
+    Raises:
+        AnalyzerError: ``out_dir`` is a file, or a folder with other content
+            (``param="out_dir"``); the database holds no records; a write failed.
+    """
+    out = Path(out_dir).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
+    old = _manifest_of(out) if out.is_dir() else None
+    if out.is_dir() and old is None and any(out.iterdir()):
+        raise AnalyzerError(f"out_dir {out}: not empty and not a lake (no {MANIFEST}); "
+                            "give a new or empty folder", ExitCode.USAGE, param="out_dir")
+    tables = lake_tables(con)
+    # Staged beside the target (same filesystem, so each swap is a rename), hidden
+    # so no reader globbing the parent picks it up.
+    staging = out.parent / f".{out.name}.staging-{uuid.uuid4().hex[:8]}"
+    report = LakeReport(path=str(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        entries = {}
+        for table in tables:
+            rows, entries[table] = _write_table(con, table, staging / table, compression)
+            report.tables[table] = rows
+        first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
+        schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
+        for table in tables:
+            dest = out / table
+            trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            if dest.exists():
+                os.replace(dest, trash)
+            os.replace(staging / table, dest)
+            shutil.rmtree(trash, ignore_errors=True)
+            report.files += sum(1 for _ in dest.rglob("*.parquet"))
+        for table in sorted(set((old or {}).get("tables", {})) - set(tables)):
+            shutil.rmtree(out / table, ignore_errors=True)
+            report.removed.append(table)
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "analyzer_version": __version__,
+            "schema": schema,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "time_range": [iso_utc(first) if first else None, iso_utc(last) if last else None],
+            "partitioning": f"hive: {PARTITION}=YYYY-MM-DD, the UTC day of each table's time_column",
+            "tables": entries,
+        }
+        tmp = out / f".{MANIFEST}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, out / MANIFEST)
+        return report
+    except OSError as exc:
+        raise AnalyzerError(f"cannot write the lake to {out}: {exc}", ExitCode.FAILED) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

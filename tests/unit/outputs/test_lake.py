@@ -1,0 +1,184 @@
+"""The Parquet lake (`analyze export --lake DIR`): every relation, a manifest, the same answers.
+
+The sample week (logs of both forms and metrics) is analyzed into a real DuckDB
+file, exported as a lake, and read back through DuckDB (`analyzer.store.lake`):
+every question and every view answers as the database does, with no parameters
+and with bound ones; the report of the lake is the report of the database, byte
+for byte. Spark reads the same lake in tests/unit/questions/.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from analyzer.core.errors import AnalyzerError
+from analyzer.outputs.lake import NOT_EXPORTED, export_lake
+from analyzer.store.asking import execute
+from analyzer.store.catalog import load_queries
+from analyzer.store.db import connect
+from analyzer.store.lake import MANIFEST, open_lake, read_manifest
+from tests.support.repo import REPO
+
+SAMPLE = REPO / "sample_logs"
+QUERIES = load_queries()
+QUESTIONS = sorted(n for n, q in QUERIES.items() if q.kind == "question")
+RELATIONS = sorted(n for n, q in QUERIES.items() if q.kind in ("view", "table"))
+BOUND = {"since": "2026-11-17", "until": "2026-11-19T12:00:00Z", "model": "glm%"}
+
+
+def analyze(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory) -> Path:
+    """The sample week analyzed into a database, as the README's first command does."""
+    db = tmp_path_factory.mktemp("lake") / "week.duckdb"
+    p = analyze(str(SAMPLE / "s3"), str(SAMPLE / "kubectl"), "--metrics", str(SAMPLE / "metrics"),
+                "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def lake(week, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("lake") / "lake"
+    p = analyze("export", "--lake", str(out), "--db", str(week), "--json")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["path"] == str(out) and report["rows"] == sum(report["tables"].values())
+    return out
+
+
+@pytest.fixture(scope="module")
+def both(week, lake):
+    db, lk = connect(week, read_only=True), open_lake(lake)
+    yield db, lk
+    db.close()
+    lk.close()
+
+
+def _rows(con, name: str, params: dict) -> list[str]:
+    sql = name if QUERIES[name].kind == "question" else f'SELECT * FROM "{name}"'
+    return sorted(map(repr, execute(con, sql, params).fetchall()))
+
+
+def test_the_manifest_says_what_each_relation_holds(week, lake):
+    doc = read_manifest(lake)
+    con = connect(week, read_only=True)
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY 1").fetchall()]
+        assert set(doc["tables"]) == set(tables) - NOT_EXPORTED
+        for name, entry in doc["tables"].items():
+            assert entry["rows"] == con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0], name
+            assert entry["what"], name
+        first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
+        schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
+    finally:
+        con.close()
+    assert doc["time_range"] == [f"{first.isoformat()}Z", f"{last.isoformat()}Z"]
+    assert doc["schema"] == schema and doc["format_version"] == 1
+    assert doc["tables"]["turns"]["kind"] == "materialized" and doc["tables"]["records"]["kind"] == "table"
+    assert "ladder" in doc["tables"]["records"]["json_columns"]
+    # The big relations are partitioned by day; the rest are one file.
+    days = sorted(p.name for p in (lake / "records").iterdir())
+    assert days and all(d.startswith("day=2026-11-") for d in days)
+    assert doc["tables"]["records"]["partition"] == "day"
+    assert [p.name for p in (lake / "pod_windows").iterdir()] == ["data_0.parquet"]
+
+
+@pytest.mark.parametrize("params", [{}, BOUND], ids=["unbound", "bound"])
+def test_every_question_and_view_answers_on_the_lake_as_on_the_database(both, params):
+    db, lk = both
+    differ, empty = [], []
+    for name in QUESTIONS + RELATIONS:
+        p = params if QUERIES[name].kind == "question" else {}
+        a, b = _rows(db, name, p), _rows(lk, name, p)
+        if a != b:
+            differ.append(name)
+        if not a:
+            empty.append(name)
+    assert not differ, f"answers differ on the lake: {differ}"
+    # Not vacuous: most questions have rows on the sample week.
+    assert len(empty) < len(QUESTIONS) // 3, empty
+
+
+def test_json_columns_come_back_as_json(both):
+    _db, lk = both
+    types = dict(lk.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'records'")
+                 .fetchall())
+    assert types["ladder"] == "JSON" and types["ts"] == "TIMESTAMP"
+    assert "day" not in types  # the hive partition folder is not a column
+
+
+def test_the_report_of_the_lake_is_the_report_of_the_database(week, lake, tmp_path):
+    a = analyze("report", "--db", str(week), "-o", str(tmp_path / "db.html"))
+    b = analyze("report", "--lake", str(lake), "-o", str(tmp_path / "lake.html"))
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert (tmp_path / "lake.html").read_bytes() == (tmp_path / "db.html").read_bytes()
+
+
+def test_re_export_replaces_the_lake_and_its_answers_stay(week, tmp_path):
+    out = tmp_path / "lake"
+    con = connect(week, read_only=True)
+    try:
+        first = export_lake(con, out)
+        (out / "stale_relation").mkdir()  # a relation an older database had
+        doc = json.loads((out / MANIFEST).read_text())
+        doc["tables"]["stale_relation"] = {"rows": 0, "columns": [], "partition": None}
+        (out / MANIFEST).write_text(json.dumps(doc))
+        again = export_lake(con, out)
+    finally:
+        con.close()
+    assert again.tables == first.tables and again.removed == ["stale_relation"]
+    assert not (out / "stale_relation").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+def test_a_folder_that_is_not_a_lake_is_refused_and_kept(week, tmp_path):
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    p = analyze("export", "--lake", str(other), "--db", str(week))
+    assert p.returncode == 2 and "--lake" in p.stderr and "not a lake" in p.stderr
+    assert (other / "notes.txt").read_text() == "keep me"
+    p = analyze("export", "--db", str(week))
+    assert p.returncode == 2 and "--parquet DIR" in p.stderr and "--lake DIR" in p.stderr
+
+
+def test_reading_no_lake_or_a_newer_one_is_a_clear_error(lake, tmp_path):
+    with pytest.raises(AnalyzerError, match="no _manifest.json"):
+        open_lake(tmp_path)
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    doc = json.loads((lake / MANIFEST).read_text())
+    (newer / MANIFEST).write_text(json.dumps({**doc, "format_version": 99}))
+    with pytest.raises(AnalyzerError, match="newer than this analyzer"):
+        open_lake(newer)
+    p = analyze("report", "--lake", str(tmp_path / "nowhere"))
+    assert p.returncode == 2 and "no _manifest.json" in p.stderr
+
+
+def test_a_relation_with_missing_files_names_itself(lake, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / MANIFEST).write_text((lake / MANIFEST).read_text())
+    with pytest.raises(AnalyzerError, match="relation "):
+        open_lake(broken)
+
+
+def test_the_lake_reads_only_what_the_manifest_names(lake):
+    con = open_lake(lake)
+    try:
+        with pytest.raises(duckdb.CatalogException):
+            con.execute("SELECT * FROM summary_cache").fetchall()
+    finally:
+        con.close()
