@@ -95,6 +95,9 @@ SURROGATE_ESCAPE_RE = r"\\u[dD][89a-fA-F]"
 _POD_PREFIX_RE = r"(?:\[pod/([^/\] ]+)/[^\] ]*\] |([a-z0-9][-a-z0-9.]*) ([a-z0-9][-a-z0-9]*) )"
 _STAMP_RE = r"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) )"
 _STDOUT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:📥 REQUEST|✓ RESPONSE|✗ RESPONSE): "
+#: The same, for an engine that judges lines without this SQL (analyzer.questions.spark.raw_records):
+#: group 1 is the pod of a kubectl prefix, group 2 the pod of a stern one.
+STDOUT_PREFIX_RE = _STDOUT_PREFIX_RE
 # The same prefixes before one of the proxy's own warning lines (for
 # proxy_events): they all start with one of these marks.
 _EVENT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:⚠️|🧹|🚨|ℹ️)"

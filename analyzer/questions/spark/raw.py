@@ -1,0 +1,125 @@
+"""Classification on Spark from the raw proxy logs, turn for turn what ``analyze`` stores in DuckDB.
+
+::
+
+    from analyzer.questions.spark import local_session
+    from analyzer.questions.spark.raw import classify_raw, read_records
+
+    spark = local_session()                       # or the cluster's SparkSession (UTC)
+    records = read_records(spark, ["logs/s3", "logs/kubectl"])     # DuckDB's `records`
+    turns = classify_raw(spark, ["logs/s3", "logs/kubectl"], metrics=["logs/metrics"])
+
+The steps are the ingest's and the classification's, each by the analyzer's own
+code where it can run on Spark, and said where it cannot:
+
+1. files are found as ``analyze`` finds them (:func:`analyzer.io.sources.discover_inputs`
+   for local paths; Spark's listing for ``s3a://``, ``hdfs://`` and the like) and
+   read into numbered lines on the executors by the ingest's readers (:mod:`.raw_lines`);
+2. Spark SQL judges and types the lines as :mod:`analyzer.store.record_sql` does,
+   quarantines the same lines and collapses the copies of one record (:mod:`.raw_records`);
+3. ``queries/turn_features.sql`` and ``queries/turns.sql``, transpiled to Spark SQL
+   (:func:`analyzer.questions.spark.sql.to_spark_sql`), give the features and
+   the turns; the labels between them are :mod:`analyzer.online`'s, decided in
+   the driver over the distinct feature rows (:mod:`.raw_labels`);
+4. the pods' wedged and down windows come from the metric files by the
+   analyzer's own rule, on a scratch DuckDB in the driver (:mod:`.raw_windows`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from analyzer.core.errors import InputError
+from analyzer.io.sources import discover_inputs, is_stdin
+from analyzer.questions.spark.raw_lines import LINES_DDL, LINE, LONG_LINE, NOTE, SKIPPED, file_lines
+from analyzer.questions.spark.raw_records import collapse, judge, quarantined, typed
+
+# A path Spark lists itself (s3a://, hdfs://, abfss://, gs://, dbfs:/): not on the
+# driver's disk. s3:// is the analyzer's own (mirrored first, as `analyze s3://...`).
+_SPARK_URI = re.compile(r"^(?!s3://)(?!file:)[a-zA-Z][a-zA-Z0-9+.-]*:/")
+
+
+@dataclass
+class RawLogs:
+    """What reading raw logs on Spark found: DuckDB's ``records`` and ``quarantine``, and the files.
+
+    ``files`` is ``file_id, path, form`` (``file_id`` is the file's place in the
+    input: the key ``records.file_id`` and ``quarantine.file_id`` hold);
+    ``skipped`` and ``notes`` are ``{"path", "reason"}`` / ``{"path", "note"}``
+    as the ingest reports them. ``lines`` is kept in Spark's storage while in use:
+    call :meth:`unpersist` when done.
+    """
+
+    records: DataFrame
+    quarantine: DataFrame
+    files: DataFrame
+    lines: DataFrame
+    skipped: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+
+    def unpersist(self) -> None:
+        """Free the lines kept in Spark's storage."""
+        self.lines.unpersist()
+
+
+def check_session(spark: SparkSession) -> None:
+    """Refuse a session whose time zone is not UTC: the analyzer's times are UTC, as in DuckDB.
+
+    A record's time without a zone is read in the session's zone, and a time
+    with one is kept as UTC wall-clock time only in a UTC session.
+    """
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    if zone not in ("UTC", "Etc/UTC", "GMT", "Z", "+00:00"):
+        raise ValueError(f"the Spark session's time zone is {zone!r}: set spark.sql.session.timeZone to UTC "
+                         "(analyzer.questions.spark.local_session does)")
+
+
+def read_raw(spark: SparkSession, paths: list[str]) -> RawLogs:
+    """Read raw proxy logs (S3 chunk JSONL, kubectl stdout, gzip, Parquet) on Spark.
+
+    ``paths``: files, folders, globs (local, as ``analyze`` takes them) and
+    Spark URIs (``s3a://bucket/logs/``, read recursively). Raises
+    :class:`~analyzer.core.errors.InputError` when a local argument matches nothing.
+    """
+    check_session(spark)
+    sc = spark.sparkContext
+    local = [p for p in paths if not _SPARK_URI.match(str(p))]
+    remote = [str(p) for p in paths if _SPARK_URI.match(str(p))]
+    if any(is_stdin(str(p)) for p in local):
+        raise InputError("standard input cannot be read on Spark: write it to a file first")
+    found = discover_inputs([str(p) for p in local]) if local else None
+    files = found.files if found else []
+    rdds = []
+    if files:
+        slices = max(1, min(len(files), 4 * sc.defaultParallelism))
+        rdds.append(sc.parallelize(list(enumerate(files)), slices).flatMap(file_lines))
+    if remote:
+        listed = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(remote)
+                  .select("path", "content").rdd.sortBy(lambda r: r[0]).zipWithIndex())
+        start = len(files)
+        rdds.append(listed.map(lambda ri: (start + ri[1], ri[0][0], bytes(ri[0][1]))).flatMap(file_lines))
+    rdd = rdds[0] if len(rdds) == 1 else sc.union(rdds) if rdds else sc.emptyRDD()
+    lines = spark.createDataFrame(rdd, LINES_DDL).persist(StorageLevel.MEMORY_AND_DISK)
+    judged = judge(lines)
+    records = collapse(typed(judged))
+    quarantine = quarantined(lines, judged)
+    file_rows = (lines.where(F.col("kind").isin(LINE, LONG_LINE))
+                 .groupBy(F.col("file_index").alias("file_id"), "path").agg(F.max("form").alias("form")))
+    skipped = list(found.skipped) if found else []
+    notes = list(found.notes) if found else []
+    for r in lines.where(F.col("kind").isin(SKIPPED, NOTE)).select("kind", "path", "detail").collect():
+        if r.kind == SKIPPED:
+            skipped.append({"path": r.path, "reason": r.detail})
+        else:
+            notes.append({"path": r.path, "note": r.detail})
+    return RawLogs(records, quarantine, file_rows, lines, skipped, notes)
+
+
+def read_records(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The ``records`` DuckDB would store for ``paths``, as a Spark DataFrame (see :func:`read_raw`)."""
+    return read_raw(spark, paths).records

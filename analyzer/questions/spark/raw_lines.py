@@ -1,0 +1,119 @@
+"""Raw log files as numbered lines, read on Spark's executors by the analyzer's own readers.
+
+Spark's ``text`` source numbers no lines, splits on ``\\r`` as well as ``\\n``,
+tells gzip by the file's name and keeps a byte-order mark: none of that is how
+``analyze`` reads (docs/log-format.md). So each file is read here, on an
+executor, by the very readers the ingest uses (:mod:`analyzer.io.input_readers`
+over :mod:`analyzer.io.linereader`): the form told from the first bytes
+(:mod:`analyzer.io.sources`), gzip by its magic bytes, ``\\r\\n`` and CR-only
+files, the BOM, invalid UTF-8, over-long lines, a gzip cut short (the lines
+before the cut kept, the file reported), Parquet's ``entry`` column. The rows go
+back to Spark, whose SQL judges and types them (:mod:`.raw_records`).
+
+This module is what the executors import: it needs the analyzer package (not
+pyspark) where Spark runs its Python workers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from types import SimpleNamespace
+from typing import Iterator
+
+from analyzer.ingestion.logs import mend_surrogates
+from analyzer.io.batch_lines import chunk_pod
+from analyzer.io.input_readers import FileFailed, parquet_pieces, text_pieces
+from analyzer.io.linereader import MAX_LINE_BYTES, LongLine
+from analyzer.io.sources import JSONL, KUBECTL, METRICS, PARQUET, FormError, SourceFile
+from analyzer.store.record_sql import SNIPPET_CHARS, SURROGATE_ESCAPE_RE
+
+#: What a row of :func:`file_lines` is.
+LINE, LONG_LINE, SKIPPED, NOTE = "line", "long", "skipped", "note"
+
+#: The rows' Spark schema (DDL), in :func:`file_lines`' order. ``line`` is the text
+#: judged (mended, see below); ``original`` the line as read when mending changed
+#: it; ``detail`` a long line's or skipped file's reason.
+LINES_DDL = (
+    "file_index INT, path STRING, form STRING, kind STRING, line_no BIGINT, line STRING, "
+    "original STRING, from_stdout BOOLEAN, file_pod STRING, detail STRING"
+)
+
+_SURROGATE = re.compile(SURROGATE_ESCAPE_RE)
+
+
+def file_lines(item: tuple) -> Iterator[tuple]:
+    """The rows of one file: ``item`` is ``(file_index, SourceFile)`` or ``(file_index, uri, content)``.
+
+    A local file (one the driver's discovery found) is read from its path; a file
+    Spark listed (``s3a://``, ``hdfs://``: its bytes in ``content``) is written to
+    a temporary file first, so both go through the same readers.
+    """
+    if len(item) == 2:
+        index, source = item
+        yield from _rows(index, source, source.path)
+        return
+    index, uri, content = item
+    # Under the file's own name: the form is told from the bytes, but a name counts
+    # too (a `.gz` that is not gzip is skipped, a `.json` may be one document).
+    with tempfile.TemporaryDirectory(prefix="analyzer-raw-") as tmp:
+        path = os.path.join(tmp, uri.rstrip("/").rsplit("/", 1)[-1] or "input")
+        with open(path, "wb") as f:
+            f.write(content)
+        st = os.stat(path)
+        yield from _rows(index, SourceFile(path=path, size=st.st_size, mtime=st.st_mtime), uri)
+
+
+def _rows(index: int, source: SourceFile, shown: str) -> Iterator[tuple]:
+    def row(kind, line_no=None, line=None, original=None, stdout=None, pod=None, detail=None, form=None):
+        return (index, shown, form, kind, line_no, line, original, stdout, pod, detail)
+
+    try:
+        form = source.form
+    except FormError as exc:
+        yield row(SKIPPED, detail=exc.reason)
+        return
+    if form == METRICS:
+        yield row(NOTE, form=form, detail="Prometheus metrics among the logs: not read as logs (pass them as metrics)")
+        return
+    stdout = KUBECTL in (form, source.text_form)
+    pod = chunk_pod(shown) if form == JSONL else None
+    todo = SimpleNamespace(source=source, resume_bytes=0, resume_lines=0)
+    pieces = parquet_pieces(todo, [0]) if form == PARQUET else text_pieces(todo, [0])
+    read = 0
+    try:
+        for piece in pieces:
+            if isinstance(piece, LongLine):
+                read = piece.line_no
+                yield row(LONG_LINE, piece.line_no, piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS],
+                          stdout=stdout, pod=pod, form=form, detail=long_line_reason(piece.length))
+                continue
+            first = piece.first_line
+            for i, line in enumerate(piece.lines.to_pylist()):
+                mended = _mended(line)
+                yield row(LINE, first + i, mended if mended is not None else line,
+                          line if mended is not None else None, stdout, pod, form=form)
+            read = first + len(piece.lines) - 1
+    except FileFailed as exc:
+        kept = f" (after {read:,} lines, which are kept)" if read else ""
+        yield row(SKIPPED, form=form, detail=f"{exc}{kept}")
+
+
+def _mended(line: str) -> str | None:
+    """The line with its lone surrogate escapes replaced, as the ingest mends it; None when unchanged.
+
+    DuckDB refuses such a line as malformed and the ingest stores it mended
+    (:func:`analyzer.ingestion.logs.mend_surrogates`); Spark is given the mended
+    text to judge, and the original for the quarantine's snippet.
+    """
+    if "\\u" not in line or not _SURROGATE.search(line):
+        return None
+    fixed = mend_surrogates(line)
+    return fixed if fixed != line else None
+
+
+def long_line_reason(length: int) -> str:
+    """The quarantine reason of a line over the limit, as the ingest words it."""
+    return (f"line of {length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
+            "what DuckDB stores within its memory limit): not kept")
