@@ -1,44 +1,51 @@
-"""Past one machine: the portable questions of ``queries/`` on Spark SQL.
+"""Past one machine: the questions of ``queries/`` on Spark SQL.
 
-``analyze export --parquet DIR`` writes the classified turns as Parquet
-partitioned by day. Any engine that reads hive-partitioned Parquet can then
-answer the questions; the portable ones (:data:`PORTABLE`) are plain SQL over
-``turns`` and run on Spark SQL unchanged but for the parameter markers (DuckDB's
-``$name`` becomes Spark's ``:name``)::
+``analyze export --lake DIR`` writes every relation a question reads as Parquet
+with a manifest. On Spark, :func:`register_lake` registers the lake's tables,
+then creates the catalog's views and recomputes its materialized tables (turns,
+sessions, ladder_baseline) from their SQL; :func:`run_question` answers any
+question of ``queries/``::
 
-    from analyzer.questions.spark import local_session, register_turns, run_question
+    from analyzer.questions.spark import local_session, register_lake, run_question
 
-    spark = local_session()                      # or your cluster's SparkSession
-    register_turns(spark, "s3a://lake/glm-turns/")   # the export, wherever it lives
+    spark = local_session()                       # or your cluster's SparkSession
+    register_lake(spark, "s3a://lake/analyzer/")  # the export, wherever it lives
     rows = run_question(spark, "classes_by_day", model="glm%")
 
-pyspark is not a dependency of the analyzer: install it where Spark runs.
-tests/unit/questions/test_spark.py runs these questions on Spark in local mode and on DuckDB
-over the same export and checks the counts agree.
+The SQL is the DuckDB SQL of ``queries/`` translated by sqlglot, with the
+catalog's macros inlined and the project's rewrite rules applied
+(:mod:`analyzer.questions.spark.sql`); two questions have hand-written Spark
+versions in ``queries/spark/``. docs/spark.md says what is exact, how to run on a
+cluster, and what it costs. tests/unit/questions/test_spark_gate.py runs every
+question and view on DuckDB and on Spark over the same data and fails on any
+difference.
+
+The older hand-off, the classified turns alone (``analyze export --parquet``),
+still works with :func:`register_turns` for the questions that read only ``turns``.
+
+pyspark is not a dependency of the analyzer: install the ``spark`` extra
+(``pip install 'analyzer[spark]'``) where Spark runs.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import Any
+from analyzer.questions.spark.lake import question_frame, register_lake, run_question
+from analyzer.questions.spark.sql import UnsupportedConstruct, spark_sql, to_spark_sql, transpile
 
-from analyzer.store.asking import bind_params, resolve, substitute_placeholders
+__all__ = ["PORTABLE", "UnsupportedConstruct", "local_session", "question_frame", "register_lake",
+           "register_turns", "run_question", "spark_sql", "to_spark_sql", "transpile"]
 
-#: Questions written in the SQL that DuckDB and Spark SQL share (no macros,
-#: QUALIFY, GROUP BY ALL, list functions or DuckDB-only aggregates).
+#: Questions that read nothing but ``turns``: they run over the turns export
+#: (``analyze export --parquet``) registered with :func:`register_turns`. Over a
+#: lake (:func:`register_lake`) every question runs.
 PORTABLE = ("classes_by_day", "failures_by_day", "failures_by_client")
-
-
-def to_spark_sql(sql: str) -> str:
-    """``$name`` placeholders (outside strings and comments) as Spark's ``:name`` markers."""
-    return substitute_placeholders(sql, r":\1")
 
 
 def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     """A small local SparkSession set up like the analyzer's DuckDB: UTC, timestamps without zone.
 
     ``spark.sql.timestampType = TIMESTAMP_NTZ`` makes ``CAST(x AS TIMESTAMP)`` mean
-    what it means in DuckDB (the export's ``ts`` is a UTC time without a zone).
+    what it means in DuckDB (the lake's times are UTC times without a zone).
     """
     from pyspark.sql import SparkSession
 
@@ -57,26 +64,5 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
 
 
 def register_turns(spark, parquet_dir: str, view: str = "turns") -> None:
-    """Register the export at ``parquet_dir`` (hive ``day=`` folders) as a temp view."""
+    """Register the turns export at ``parquet_dir`` (hive ``day=`` folders) as a temp view."""
     spark.read.parquet(str(parquet_dir)).createOrReplaceTempView(view)
-
-
-def _spark_value(v: Any) -> Any:
-    # Times go as text: Spark would read a naive datetime in the driver's local zone.
-    if isinstance(v, datetime):
-        return v.isoformat(sep=" ")
-    if isinstance(v, date):
-        return v.isoformat()
-    return v
-
-
-def run_question(spark, name_or_sql: str, **params: Any) -> list[dict[str, Any]]:
-    """Run a ``queries/`` question (or SQL text) on Spark SQL; return the rows as dicts.
-
-    Parameters bind exactly as :func:`analyzer.query` binds them (declared ones
-    default to NULL, ``since``/``until`` parsed as ISO 8601 in UTC).
-    """
-    query = resolve(name_or_sql)
-    values = {k: _spark_value(v) for k, v in bind_params(query, params).items()}
-    df = spark.sql(to_spark_sql(query.sql), args=values) if values else spark.sql(query.sql)
-    return [row.asDict() for row in df.collect()]

@@ -1,0 +1,104 @@
+"""A Parquet lake (``analyze export --lake``) on Spark: its tables, then the catalog's views and tables.
+
+:func:`register_lake` registers every base relation of the lake as a temp view
+(the columns the manifest names: the hive ``day`` column goes), then creates the
+catalog's views and materialized tables from their Spark SQL
+(:mod:`analyzer.questions.spark.sql`) in dependency order. ``turns``,
+``sessions`` and ``ladder_baseline`` are recomputed on Spark from the base
+tables (and cached, as DuckDB materializes them); the lake's own copies are
+registered as ``lake_turns``, ``lake_sessions``, ``lake_ladder_baseline``, to
+compare with. :func:`run_question` then answers any question.
+
+pyspark is imported by the caller (a SparkSession is passed in): this module
+needs none of it at import time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from analyzer.questions.spark.binding import spark_args
+from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
+from analyzer.store.asking import resolve
+from analyzer.store.lake import read_manifest
+
+#: The prefix of the lake's own copies of the materialized tables.
+LAKE_COPY = "lake_"
+
+
+def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True) -> dict[str, str]:
+    """Register the lake at ``lake_dir`` (a local path or ``s3a://...``) in ``spark``; return what was made.
+
+    Every base relation of the manifest becomes a temp view of its name. The
+    catalog's views are created on top; with ``recompute`` (default) the
+    materialized tables are recomputed by Spark and cached, and the lake's copies
+    are kept as ``lake_<name>``; without it, the lake's copies are used as they are.
+    Returns ``{name: "lake" | "view" | "table"}``.
+
+    Raises:
+        AnalyzerError: no lake manifest there (read as for a local lake only).
+    """
+    lake = str(lake_dir)
+    local = "://" not in lake
+    doc = read_manifest(lake) if local else _remote_manifest(spark, lake)
+    made: dict[str, str] = {}
+    relations = catalog_relations()
+    for table, entry in doc["tables"].items():
+        columns = [c for c, _type in entry["columns"]]
+        path = str(Path(lake).expanduser().resolve() / table) if local else f"{lake.rstrip('/')}/{table}"
+        df = spark.read.option("basePath", path).parquet(path) if entry.get("partition") else spark.read.parquet(path)
+        # The hive partition column is not one of the relation's: the manifest's columns are.
+        df = df.select(*[f"`{c}`" for c in columns])
+        materialized = table in relations and relations[table].kind == "table"
+        name = LAKE_COPY + table if materialized and recompute else table
+        df.createOrReplaceTempView(name)
+        made[name] = "lake"
+    pending = {n: q for n, q in relations.items() if q.kind == "view" or recompute or n not in doc["tables"]}
+    texts = {n: spark_sql(q) for n, q in pending.items()}
+    for name in _in_dependency_order(texts):
+        if relations[name].kind == "table":
+            # CACHE TABLE ... AS is eager: the table is computed once, as DuckDB materializes it.
+            spark.sql(f"CACHE TABLE `{name}` AS {texts[name]}")
+            made[name] = "table"
+        else:
+            spark.sql(f"CREATE OR REPLACE TEMP VIEW `{name}` AS {texts[name]}")
+            made[name] = "view"
+    return made
+
+
+def _remote_manifest(spark, lake: str) -> dict:
+    text = "\n".join(r.value for r in spark.read.text(f"{lake.rstrip('/')}/_manifest.json", wholetext=True).collect())
+    return json.loads(text)
+
+
+def _in_dependency_order(texts: dict[str, str]) -> list[str]:
+    """The names of ``texts`` so that each comes after the catalog relations it reads."""
+    deps = {n: relations_read(t) & set(texts) - {n} for n, t in texts.items()}
+    order: list[str] = []
+    done: set[str] = set()
+    while len(order) < len(deps):
+        ready = sorted(n for n, d in deps.items() if n not in done and d <= done)
+        if not ready:
+            raise ValueError(f"the catalog's relations read each other in a circle: {sorted(set(deps) - done)}")
+        order.extend(ready)
+        done.update(ready)
+    return order
+
+
+def run_question(spark, name_or_sql: str, **params: Any) -> list[dict[str, Any]]:
+    """Run a ``queries/`` question, a catalog view, or DuckDB SQL text on Spark; the rows as dicts.
+
+    Parameters bind as on DuckDB (:func:`analyzer.store.asking.bind_params`), as
+    Spark named parameters (:func:`analyzer.questions.spark.binding.spark_args`).
+    """
+    return [row.asDict(recursive=True) for row in question_frame(spark, name_or_sql, **params).collect()]
+
+
+def question_frame(spark, name_or_sql: str, **params: Any):
+    """The Spark DataFrame of a question (as :func:`run_question`, not collected)."""
+    query = resolve(name_or_sql)
+    args = spark_args(query, params)
+    text = to_spark_sql(name_or_sql)
+    return spark.sql(text, args=args) if args else spark.sql(text)
