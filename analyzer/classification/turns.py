@@ -62,9 +62,17 @@ def refresh_error_kinds(con: duckdb.DuckDBPyConnection, records: str = "records"
         """
     ).fetchall()
     if rows:
-        out = [(provider, head, *parse_error(head, provider)) for provider, head in rows]
-        insert_rows(con, "error_kinds", ("provider", "error_head", "error_kind", "status"), out)
+        insert_rows(con, "error_kinds", ("provider", "error_head", "error_kind", "status"), error_kind_rows(rows))
     return len(rows)
+
+
+def error_kind_rows(heads) -> list[tuple]:
+    """``error_kinds`` rows ``(provider, error_head, error_kind, status)`` for ``(provider, error_head)`` pairs.
+
+    :func:`analyzer.online.parse_error` over each: what :func:`refresh_error_kinds`
+    stores, for any engine that computes the distinct heads itself (Spark).
+    """
+    return [(provider, head, *parse_error(head, provider)) for provider, head in heads]
 
 
 def _features_of(row: tuple) -> TurnFeatures:
@@ -79,15 +87,29 @@ def refresh_feature_labels(con: duckdb.DuckDBPyConnection, features: str = "turn
     rows = con.execute(
         f"SELECT DISTINCT {cols} FROM {features} EXCEPT SELECT {cols} FROM feature_labels"
     ).fetchall()
+    out = feature_label_rows(rows)
+    if out:
+        insert_rows(con, "feature_labels", FEATURE_LABEL_COLUMNS, out)
+    return len(out)
+
+
+#: The columns of ``feature_labels``: the features, then what the rule decided.
+FEATURE_LABEL_COLUMNS = _FEATURE_COLUMNS + ("incident_class", "decision_evidence", "upstream_failure", "ladder_trigger")
+
+
+def feature_label_rows(rows) -> list[tuple]:
+    """``feature_labels`` rows (:data:`FEATURE_LABEL_COLUMNS`) for distinct feature rows (``_FEATURE_COLUMNS``).
+
+    :func:`analyzer.online.decide` and :func:`analyzer.online.ladder_trigger` over
+    each: what :func:`refresh_feature_labels` stores, for any engine that computes
+    the distinct feature rows itself (Spark).
+    """
     out = []
     for row in rows:
         f = _features_of(row)
         d = decide(f)
         out.append((*row, d.incident_class, d.evidence, d.incident_class in UPSTREAM_FAILURE_CLASSES, ladder_trigger(f)))
-    if out:
-        insert_rows(con, "feature_labels",
-                    _FEATURE_COLUMNS + ("incident_class", "decision_evidence", "upstream_failure", "ladder_trigger"), out)
-    return len(out)
+    return out
 
 
 #: ``class_labels``: what analyzer.online says of every class a proxy can log, with

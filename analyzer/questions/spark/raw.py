@@ -18,7 +18,7 @@ code where it can run on Spark, and said where it cannot:
 2. Spark SQL judges and types the lines as :mod:`analyzer.store.record_sql` does,
    quarantines the same lines and collapses the copies of one record (:mod:`.raw_records`);
 3. ``queries/turn_features.sql`` and ``queries/turns.sql``, transpiled to Spark SQL
-   (:func:`analyzer.questions.spark.sql.to_spark_sql`), give the features and
+   (:func:`analyzer.questions.spark.sql.spark_sql`), give the features and
    the turns; the labels between them are :mod:`analyzer.online`'s, decided in
    the driver over the distinct feature rows (:mod:`.raw_labels`);
 4. the pods' wedged and down windows come from the metric files by the
@@ -36,12 +36,16 @@ from pyspark.sql import functions as F
 
 from analyzer.core.errors import InputError
 from analyzer.io.sources import discover_inputs, is_stdin
+from analyzer.questions.spark import raw_labels
 from analyzer.questions.spark.raw_lines import LINES_DDL, LINE, LONG_LINE, NOTE, SKIPPED, file_lines
 from analyzer.questions.spark.raw_records import collapse, judge, quarantined, typed
+from analyzer.questions.spark.raw_windows import pod_windows
+from analyzer.questions.spark.sql import catalog_relations, spark_sql
 
-# A path Spark lists itself (s3a://, hdfs://, abfss://, gs://, dbfs:/): not on the
-# driver's disk. s3:// is the analyzer's own (mirrored first, as `analyze s3://...`).
-_SPARK_URI = re.compile(r"^(?!s3://)(?!file:)[a-zA-Z][a-zA-Z0-9+.-]*:/")
+# A URI Spark lists itself (s3a://, hdfs://, abfss://, gs://, dbfs:/, file:/): the
+# files need not be on the driver's disk. s3:// is the analyzer's own (mirrored
+# first, as `analyze s3://...` does); a plain path is found as `analyze` finds it.
+_SPARK_URI = re.compile(r"^(?!s3://)[a-zA-Z][a-zA-Z0-9+.-]+:/")
 
 
 @dataclass
@@ -123,3 +127,70 @@ def read_raw(spark: SparkSession, paths: list[str]) -> RawLogs:
 def read_records(spark: SparkSession, paths: list[str]) -> DataFrame:
     """The ``records`` DuckDB would store for ``paths``, as a Spark DataFrame (see :func:`read_raw`)."""
     return read_raw(spark, paths).records
+
+
+@dataclass
+class Classified:
+    """The classification of raw logs on Spark: ``turns`` and what it was built from.
+
+    Each is also a temp view of the session under the relation's name in the
+    analyzer's database (``records``, ``error_kinds``, ``settings``,
+    ``class_labels``, ``model_map``, ``pod_windows``, ``turn_features``,
+    ``feature_labels``, ``turns``), so questions over ``turns`` run on it as they
+    run on a lake.
+    """
+
+    turns: DataFrame
+    features: DataFrame
+    feature_labels: DataFrame
+    error_kinds: DataFrame
+    pod_windows: DataFrame
+    #: what the wedge rule warned of (coarse samples, pods without a model, ...)
+    warnings: list[str] = field(default_factory=list)
+
+
+def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None = None, *,
+             wedge_window: str | float = "5m", model_map: dict[str, str] | None = None,
+             caller_deadline_s: float | None = None) -> Classified:
+    """Turn features, labels and turns from ``records`` (DuckDB's ``records``, as :func:`read_raw` reads it).
+
+    As :func:`analyzer.classification.turns.refresh_turns` builds them:
+    ``queries/turn_features.sql`` over the records and the error kinds of their
+    error heads, :mod:`analyzer.online`'s label for each distinct feature row,
+    then ``queries/turns.sql`` with the labels, the class labels, the model map
+    and the pod windows of ``metrics`` (files, as ``--metrics`` takes them).
+    ``model_map``, ``wedge_window`` and ``caller_deadline_s`` are the main job's
+    ``--model-map``, ``--wedge-window`` and ``--caller-deadline``.
+
+    Registers the relations as temp views of ``spark`` (see :class:`Classified`);
+    pass ``spark.newSession()`` to keep them apart from a session's own views.
+    """
+    check_session(spark)
+    records = records.cache()
+    _view(records, "records")
+    kinds = _view(raw_labels.error_kinds(spark, records), "error_kinds")
+    _view(raw_labels.settings(spark, caller_deadline_s), "settings")
+    _view(raw_labels.class_labels(spark), "class_labels")
+    _view(raw_labels.model_map(spark, model_map), "model_map")
+    windows = pod_windows(spark, records, metrics, wedge_window=wedge_window, model_map=model_map)
+    _view(windows.pod_windows, "pod_windows")
+    relations = catalog_relations()
+    features = _view(spark.sql(spark_sql(relations["turn_features"])).cache(), "turn_features")
+    labels = _view(raw_labels.feature_labels(spark, features), "feature_labels")
+    turns = _view(spark.sql(spark_sql(relations["turns"])), "turns")
+    return Classified(turns, features, labels, kinds, windows.pod_windows, windows.warnings)
+
+
+def classify_raw(spark: SparkSession, paths: list[str], metrics: list[str] | None = None, **options) -> DataFrame:
+    """The ``turns`` of raw logs, classified on Spark: :func:`read_raw`, then :func:`classify`.
+
+    ``paths`` as :func:`read_raw` takes them, ``metrics`` and ``options`` as
+    :func:`classify`. The same rows, class for class, as ``analyze PATHS
+    --metrics METRICS`` stores in its ``turns`` table.
+    """
+    return classify(spark, read_raw(spark, paths).records, metrics, **options).turns
+
+
+def _view(df: DataFrame, name: str) -> DataFrame:
+    df.createOrReplaceTempView(name)
+    return df

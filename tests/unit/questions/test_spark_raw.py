@@ -9,7 +9,7 @@ equal turn for turn, with the same class counts. A small set of awkward inputs
 the week lacks (multi-pod and stern prefixes with --timestamps, a truncated copy
 whose full copy comes from a chunk with no replica, CRLF, a BOM, gzip chunks, a
 gzip cut short, a fake gzip, a lone surrogate escape, every kind of bad line,
-fields of unexpected types) goes through both engines too.
+fields of unexpected types, a consolidated Parquet day) goes through both engines too.
 
 Skipped only on a developer machine without pyspark or Java; under CI (env CI
 set) a missing engine is a failure, not a skip.
@@ -35,9 +35,8 @@ from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
 from analyzer.jobs.metrics import load_metrics  # noqa: E402
 from analyzer.questions.spark import local_session  # noqa: E402
-from analyzer.questions.spark.raw import read_raw  # noqa: E402
+from analyzer.questions.spark.raw import classify, read_raw  # noqa: E402
 from analyzer.questions.spark.raw_records import RECORDS_COLUMNS  # noqa: E402
-from analyzer.questions.spark.raw_windows import pod_windows  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from tests.support.records import (  # noqa: E402
     NAKED_500,
@@ -78,16 +77,21 @@ def _duckdb(db: Path, logs: list, metrics: list | None = None):
 
 @pytest.fixture(scope="module")
 def week(tmp_path_factory, spark):
-    """The sample week through both engines: (DuckDB connection, Spark's RawLogs, seconds per engine)."""
+    """The sample week through both engines, from the raw files to the turns.
+
+    (DuckDB connection, Spark's RawLogs, Spark's Classified, Spark's turns as
+    rows, seconds per engine).
+    """
     db = tmp_path_factory.mktemp("raw-week") / "week.duckdb"
     t = time.perf_counter()
     con = _duckdb(db, LOGS, METRICS)
     duck_s = time.perf_counter() - t
     t = time.perf_counter()
     raw = read_raw(spark, [str(p) for p in LOGS])
-    raw.records.cache().count()
+    classified = classify(spark, raw.records, [str(p) for p in METRICS])
+    turns = classified.turns.collect()
     spark_s = time.perf_counter() - t
-    yield con, raw, {"duckdb": duck_s, "spark": spark_s}
+    yield con, raw, classified, turns, {"duckdb": duck_s, "spark": spark_s}
     raw.unpersist()
     con.close()
 
@@ -130,30 +134,71 @@ def _spark_quarantine(raw) -> list[tuple]:
 
 
 def test_the_weeks_records_are_equal_row_for_row(week):
-    con, raw, seconds = week
+    con, raw, *_ = week
     duck, spark = _duck_records(con), _spark_records(raw)
     assert len(duck) == 5149  # the sample week: 10,285 records read, 5,136 copies collapsed
     diffs = _differences(duck, spark)
     assert not diffs, "\n".join(diffs[:20])
-    print(f"\nsample week records: {len(spark)} equal / {len(duck)}; "
-          f"read and typed in {seconds['spark']:.1f} s on Spark local, "
-          f"{seconds['duckdb']:.1f} s in DuckDB (ingest, metrics, classification)")
+    print(f"\nsample week records: {len(spark)} equal / {len(duck)}")
 
 
 def test_the_weeks_quarantine_is_the_same(week):
-    con, raw, _ = week
+    con, raw, *_ = week
     assert _spark_quarantine(raw) == _quarantine(con)
     assert len(_quarantine(con)) == 2
     assert raw.skipped == [] and raw.notes == []
 
 
-def test_pod_windows_are_the_databases(week, spark):
-    con, raw, _ = week
-    windows = pod_windows(spark, raw.records, [str(p) for p in METRICS])
-    got = sorted(tuple(r) for r in windows.pod_windows.collect())
+def test_pod_windows_are_the_databases(week):
+    con, _, classified, *_ = week
+    got = sorted(tuple(r) for r in classified.pod_windows.collect())
     expected = sorted(con.execute("SELECT pod, model_name, kind, start_ts, end_ts, detail FROM pod_windows").fetchall())
     assert got == expected
     assert {r[2] for r in got} == {"wedged", "down"}
+
+
+def _turn_key(t: dict) -> tuple:
+    # A turn is its request (id, session, time) and the response it paired with.
+    return t["request_id"], t["session_id"], t["ts"], t["response_ts"]
+
+
+def _value(column: str, v):
+    # The ladder is JSON text: compared parsed (the engines space it alike, but need not).
+    return json.loads(v) if column == "ladder" and v is not None else v
+
+
+def test_every_turn_is_classed_the_same(week):
+    con, _, classified, turns, seconds = week
+    cur = con.execute("SELECT * FROM turns")
+    cols = [d[0] for d in cur.description]
+    duck = {_turn_key(t): t for t in (dict(zip(cols, r)) for r in cur.fetchall())}
+    spark = {_turn_key(t): t for t in (r.asDict() for r in turns)}
+    assert classified.turns.columns == cols
+    assert len(duck) == 2577 and set(spark) == set(duck)
+    same_class = sum(1 for k, t in duck.items() if spark[k]["incident_class"] == t["incident_class"])
+    diffs = {k: [c for c in cols if _value(c, t[c]) != _value(c, spark[k][c])] for k, t in duck.items()}
+    diffs = {k: cs for k, cs in diffs.items() if cs}
+    print(f"\nsample week turns: {same_class} classed the same / {len(duck)}, "
+          f"{len(duck) - len(diffs)} equal in all {len(cols)} columns; raw logs to turns in "
+          f"{seconds['spark']:.1f} s on Spark local[2], {seconds['duckdb']:.1f} s in DuckDB "
+          "(ingest, metrics, classification)")
+    assert same_class == len(duck)
+    assert not diffs, "\n".join(f"{k}: {cs}" for k, cs in list(diffs.items())[:20])
+    # Turn for turn by the key turns has: the session and the turn's place in it.
+    indexed = {(t["session_id"], t["turn_index"]): t["incident_class"] for t in duck.values() if t["session_id"]}
+    assert indexed == {(t["session_id"], t["turn_index"]): t["incident_class"]
+                       for t in spark.values() if t["session_id"]}
+
+
+def test_the_class_counts_are_the_same(week):
+    con, _, classified, *_ = week
+    expected = dict(con.execute("SELECT incident_class, count(*) FROM turns GROUP BY ALL").fetchall())
+    got = {r["incident_class"]: r["n"] for r in classified.turns.groupBy("incident_class").count()
+           .withColumnRenamed("count", "n").collect()}
+    assert got == expected
+    # The README's figures for the sample week, classes the windows and the labels make among them.
+    assert expected["wedged-pod"] == 13 and expected["pod-down"] == 9 and expected["tool-history-5xx"] == 32
+    assert sum(expected.values()) == 2577
 
 
 # ---------------------------------------------------------------------------
@@ -230,7 +275,8 @@ def write_awkward_logs(folder: Path) -> list[Path]:
     cut.write_bytes(whole[: len(whole) * 2 // 3])
     (folder / "s3" / "2026-11-17" / "fake.jsonl.gz").write_text("not gzip\n")
     (folder / "notes.txt").write_text("remember to rotate the keys\n")
-    return [folder / "s3", folder / "kubectl", folder / "notes.txt"]
+    # The consolidated tier: a day as Parquet, the record in its `entry` column.
+    return [folder / "s3", folder / "kubectl", folder / "notes.txt", SAMPLE / "consolidated"]
 
 
 @pytest.fixture(scope="module")
@@ -264,6 +310,7 @@ def test_awkward_inputs_read_the_same(awkward):
     assert by_id[("response", "e5000005")]["content_blank"] is True
     assert sum(1 for d in spark.values() if d["type"] == "system_prompt") == 1
     assert sum(1 for d in spark.values() if d["request_id"] and d["request_id"].startswith("9")) > 100
+    assert sum(1 for path, _ in spark if path.endswith(".parquet")) == 703
 
 
 def test_awkward_inputs_quarantine_and_skip_the_same(awkward):
@@ -277,3 +324,27 @@ def test_awkward_inputs_quarantine_and_skip_the_same(awkward):
     skipped = {s["path"]: s["reason"] for s in raw.skipped}
     stored = dict(con.execute("SELECT path, reason FROM skipped_files").fetchall())
     assert skipped == stored and len(stored) == 3
+
+
+def test_a_uri_is_listed_and_read_by_spark_the_same(awkward, spark, tmp_path):
+    """A Spark URI (s3a://, hdfs://; here file:) is listed by Spark and its bytes read on the
+    executors: the records `analyze` stores for the same folder."""
+    _, raw = awkward
+    chunk = next(p for p in (r.path for r in raw.files.collect()) if p.endswith("14-00-00-7.jsonl"))
+    logs = Path(chunk).parents[2]  # s3/, kubectl/ and notes.txt
+    by_uri = read_raw(spark, [logs.as_uri()])
+    con = _duckdb(tmp_path / "folder.duckdb", [logs])
+    try:
+        listed, stored = _spark_records(by_uri), _duck_records(con)
+        skipped = {s["path"].rsplit("/", 1)[1] for s in by_uri.skipped}
+    finally:
+        by_uri.unpersist()
+        con.close()
+
+    def relative(records: dict) -> dict:
+        return {(p.split("/logs/", 1)[1], n): v for (p, n), v in records.items()}
+
+    diffs = _differences(relative(stored), relative(listed))
+    assert not diffs, "\n".join(diffs[:20])
+    assert len(listed) > 100 and all(p.startswith("file:") for p, _ in listed)
+    assert skipped == {"00-00-00-9.jsonl.gz", "fake.jsonl.gz", "notes.txt"}
