@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -53,18 +54,33 @@ class RawLogs:
     """What reading raw logs on Spark found: DuckDB's ``records`` and ``quarantine``, and the files.
 
     ``files`` is ``file_id, path, form`` (``file_id`` is the file's place in the
-    input: the key ``records.file_id`` and ``quarantine.file_id`` hold);
-    ``skipped`` and ``notes`` are ``{"path", "reason"}`` / ``{"path", "note"}``
-    as the ingest reports them. ``lines`` is kept in Spark's storage while in use:
-    call :meth:`unpersist` when done.
+    input: the key ``records.file_id`` and ``quarantine.file_id`` hold).
+    :attr:`skipped` and :attr:`notes` are ``{"path", "reason"}`` /
+    ``{"path", "note"}`` as the ingest reports them. ``lines`` (the numbered
+    lines read) may be kept in Spark's storage: call :meth:`unpersist` when done.
     """
 
     records: DataFrame
     quarantine: DataFrame
     files: DataFrame
     lines: DataFrame
-    skipped: list[dict] = field(default_factory=list)
-    notes: list[dict] = field(default_factory=list)
+    found_skipped: list[dict] = field(default_factory=list)  # by discovery, before any file was read
+    found_notes: list[dict] = field(default_factory=list)
+
+    @cached_property
+    def skipped(self) -> list[dict]:
+        """Files that could not be read as logs, with the reason (reads the files, once)."""
+        return self.found_skipped + [{"path": r.path, "reason": r.detail} for r in self._said if r.kind == SKIPPED]
+
+    @cached_property
+    def notes(self) -> list[dict]:
+        """Inputs passed over on purpose (metric files, the mirror's derived tiers)."""
+        return self.found_notes + [{"path": r.path, "note": r.detail} for r in self._said if r.kind == NOTE]
+
+    @cached_property
+    def _said(self) -> list:
+        """The readers' word on whole files: skipped (with why) or passed over."""
+        return self.lines.where(F.col("kind").isin(SKIPPED, NOTE)).select("kind", "path", "detail").collect()
 
     def unpersist(self) -> None:
         """Free the lines kept in Spark's storage."""
@@ -83,12 +99,15 @@ def check_session(spark: SparkSession) -> None:
                          "(analyzer.questions.spark.local_session does)")
 
 
-def read_raw(spark: SparkSession, paths: list[str]) -> RawLogs:
+def read_raw(spark: SparkSession, paths: list[str], *, persist: bool = True) -> RawLogs:
     """Read raw proxy logs (S3 chunk JSONL, kubectl stdout, gzip, Parquet) on Spark.
 
     ``paths``: files, folders, globs (local, as ``analyze`` takes them) and
-    Spark URIs (``s3a://bucket/logs/``, read recursively). Raises
-    :class:`~analyzer.core.errors.InputError` when a local argument matches nothing.
+    Spark URIs (``s3a://bucket/logs/``, read recursively). Nothing is read until
+    a result is asked for; with ``persist`` the lines read are kept (memory, then
+    disk) for the records, the quarantine and the files alike, else each reads
+    the files again. Raises :class:`~analyzer.core.errors.InputError` when a
+    local argument matches nothing.
     """
     check_session(spark)
     sc = spark.sparkContext
@@ -108,25 +127,24 @@ def read_raw(spark: SparkSession, paths: list[str]) -> RawLogs:
         start = len(files)
         rdds.append(listed.map(lambda ri: (start + ri[1], ri[0][0], bytes(ri[0][1]))).flatMap(file_lines))
     rdd = rdds[0] if len(rdds) == 1 else sc.union(rdds) if rdds else sc.emptyRDD()
-    lines = spark.createDataFrame(rdd, LINES_DDL).persist(StorageLevel.MEMORY_AND_DISK)
+    lines = spark.createDataFrame(rdd, LINES_DDL)
+    if persist:
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     judged = judge(lines)
     records = collapse(typed(judged))
     quarantine = quarantined(lines, judged)
     file_rows = (lines.where(F.col("kind").isin(LINE, LONG_LINE))
                  .groupBy(F.col("file_index").alias("file_id"), "path").agg(F.max("form").alias("form")))
-    skipped = list(found.skipped) if found else []
-    notes = list(found.notes) if found else []
-    for r in lines.where(F.col("kind").isin(SKIPPED, NOTE)).select("kind", "path", "detail").collect():
-        if r.kind == SKIPPED:
-            skipped.append({"path": r.path, "reason": r.detail})
-        else:
-            notes.append({"path": r.path, "note": r.detail})
-    return RawLogs(records, quarantine, file_rows, lines, skipped, notes)
+    return RawLogs(records, quarantine, file_rows, lines,
+                   list(found.skipped) if found else [], list(found.notes) if found else [])
 
 
 def read_records(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The ``records`` DuckDB would store for ``paths``, as a Spark DataFrame (see :func:`read_raw`)."""
-    return read_raw(spark, paths).records
+    """The ``records`` DuckDB would store for ``paths``, as a Spark DataFrame (see :func:`read_raw`).
+
+    Nothing is kept in Spark's storage: cache it if it is read more than once.
+    """
+    return read_raw(spark, paths, persist=False).records
 
 
 @dataclass
@@ -163,7 +181,9 @@ def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None 
     ``--model-map``, ``--wedge-window`` and ``--caller-deadline``.
 
     Registers the relations as temp views of ``spark`` (see :class:`Classified`);
-    pass ``spark.newSession()`` to keep them apart from a session's own views.
+    pass ``spark.newSession()`` (to this and to :func:`read_raw`) to keep them
+    apart from a session's own views. ``records``, ``turn_features`` and
+    ``turns`` are cached in the session (``turns`` as DuckDB materializes it).
     """
     check_session(spark)
     records = records.cache()
@@ -177,7 +197,8 @@ def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None 
     relations = catalog_relations()
     features = _view(spark.sql(spark_sql(relations["turn_features"])).cache(), "turn_features")
     labels = _view(raw_labels.feature_labels(spark, features), "feature_labels")
-    turns = _view(spark.sql(spark_sql(relations["turns"])), "turns")
+    # Cached, as DuckDB materializes `turns`: the questions over it do not recompute it.
+    turns = _view(spark.sql(spark_sql(relations["turns"])).cache(), "turns")
     return Classified(turns, features, labels, kinds, windows.pod_windows, windows.warnings)
 
 
@@ -186,9 +207,16 @@ def classify_raw(spark: SparkSession, paths: list[str], metrics: list[str] | Non
 
     ``paths`` as :func:`read_raw` takes them, ``metrics`` and ``options`` as
     :func:`classify`. The same rows, class for class, as ``analyze PATHS
-    --metrics METRICS`` stores in its ``turns`` table.
+    --metrics METRICS`` stores in its ``turns`` table. Computed before it
+    returns, as ``analyze`` classifies before it answers.
     """
-    return classify(spark, read_raw(spark, paths).records, metrics, **options).turns
+    raw = read_raw(spark, paths)
+    try:
+        turns = classify(spark, raw.records, metrics, **options).turns
+        turns.count()  # computed (and cached) now: the lines read can then be let go
+    finally:
+        raw.unpersist()
+    return turns
 
 
 def _view(df: DataFrame, name: str) -> DataFrame:

@@ -35,7 +35,7 @@ from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
 from analyzer.jobs.metrics import load_metrics  # noqa: E402
 from analyzer.questions.spark import local_session  # noqa: E402
-from analyzer.questions.spark.raw import classify, read_raw  # noqa: E402
+from analyzer.questions.spark.raw import classify, classify_raw, read_raw, read_records  # noqa: E402
 from analyzer.questions.spark.raw_records import RECORDS_COLUMNS  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from tests.support.records import (  # noqa: E402
@@ -285,17 +285,18 @@ def awkward(tmp_path_factory, spark):
     paths = write_awkward_logs(tmp / "logs")
     con = _duckdb(tmp / "awkward.duckdb", paths)
     raw = read_raw(spark, [str(p) for p in paths])
-    yield con, raw
+    yield con, raw, paths
     raw.unpersist()
     con.close()
 
 
-def test_awkward_inputs_read_the_same(awkward):
-    con, raw = awkward
-    duck, spark = _duck_records(con), _spark_records(raw)
-    diffs = _differences(duck, spark)
+def test_awkward_inputs_read_the_same(awkward, spark):
+    con, raw, paths = awkward
+    duck, records = _duck_records(con), _spark_records(raw)
+    diffs = _differences(duck, records)
     assert not diffs, "\n".join(diffs[:20])
-    by_id = {(d["type"], d["request_id"]): d for d in spark.values()}
+    assert read_records(spark, [str(p) for p in paths]).count() == len(duck)  # (nothing kept in storage)
+    by_id = {(d["type"], d["request_id"]): d for d in records.values()}
     # The full copy from the chunk replaced the stdout copy, and kept the replica stdout named.
     assert by_id[("request", "a1000001")]["truncated"] is False
     assert by_id[("request", "a1000001")]["proxy_pod"] == "glm-proxy-a1"
@@ -308,13 +309,13 @@ def test_awkward_inputs_read_the_same(awkward):
     mended = by_id[("response", "d4000004")]["raw"]  # as the ingest mends it
     assert "\\ufffd" in mended and "\\ud83d" not in mended
     assert by_id[("response", "e5000005")]["content_blank"] is True
-    assert sum(1 for d in spark.values() if d["type"] == "system_prompt") == 1
-    assert sum(1 for d in spark.values() if d["request_id"] and d["request_id"].startswith("9")) > 100
-    assert sum(1 for path, _ in spark if path.endswith(".parquet")) == 703
+    assert sum(1 for d in records.values() if d["type"] == "system_prompt") == 1
+    assert sum(1 for d in records.values() if d["request_id"] and d["request_id"].startswith("9")) > 100
+    assert sum(1 for path, _ in records if path.endswith(".parquet")) == 703
 
 
 def test_awkward_inputs_quarantine_and_skip_the_same(awkward):
-    con, raw = awkward
+    con, raw, _ = awkward
     expected = _quarantine(con)
     assert _spark_quarantine(raw) == expected
     reasons = {r[2] for r in expected}
@@ -329,7 +330,7 @@ def test_awkward_inputs_quarantine_and_skip_the_same(awkward):
 def test_a_uri_is_listed_and_read_by_spark_the_same(awkward, spark, tmp_path):
     """A Spark URI (s3a://, hdfs://; here file:) is listed by Spark and its bytes read on the
     executors: the records `analyze` stores for the same folder."""
-    _, raw = awkward
+    _, raw, _ = awkward
     chunk = next(p for p in (r.path for r in raw.files.collect()) if p.endswith("14-00-00-7.jsonl"))
     logs = Path(chunk).parents[2]  # s3/, kubectl/ and notes.txt
     by_uri = read_raw(spark, [logs.as_uri()])
@@ -348,3 +349,19 @@ def test_a_uri_is_listed_and_read_by_spark_the_same(awkward, spark, tmp_path):
     assert not diffs, "\n".join(diffs[:20])
     assert len(listed) > 100 and all(p.startswith("file:") for p, _ in listed)
     assert skipped == {"00-00-00-9.jsonl.gz", "fake.jsonl.gz", "notes.txt"}
+
+
+def test_classify_raw_classes_the_awkward_turns_the_same(awkward, spark):
+    """classify_raw from the raw files, no metrics (no windows): the database's turns, column for column."""
+    con, _, paths = awkward
+    turns = [r.asDict() for r in classify_raw(spark, [str(p) for p in paths]).collect()]
+    cur = con.execute("SELECT * FROM turns")
+    cols = [d[0] for d in cur.description]
+    duck = {_turn_key(t): t for t in (dict(zip(cols, r)) for r in cur.fetchall())}
+    spark_turns = {_turn_key(t): t for t in turns}
+    assert set(spark_turns) == set(duck) and len(duck) > 100
+    diffs = [f"{k} {c}: DuckDB {t[c]!r}, Spark {spark_turns[k][c]!r}" for k, t in duck.items() for c in cols
+             if _value(c, t[c]) != _value(c, spark_turns[k][c])]
+    assert not diffs, "\n".join(diffs[:20])
+    classes = {(t["request_id"], t["incident_class"]) for t in duck.values()}
+    assert {("b2000002", "tool-history-5xx"), ("a1000001", "ok")} <= classes
