@@ -319,10 +319,11 @@ def distinct_string_agg(node: exp.Expression) -> exp.Expression:
 
 
 def quantile_disc(node: exp.Expression) -> exp.Expression:
-    # DuckDB quantile_disc(x, q) takes the value at index floor((n - 1) * q) of the
-    # sorted non-NULL values; Spark's PERCENTILE_DISC takes the first value whose
-    # cumulative share reaches q (ceil(n * q) - 1): for 5 values at 0.9, the 4th
-    # against the 5th. DuckDB's index is taken on Spark's sorted list of values.
+    # DuckDB quantile_disc(x, q) is the first sorted value whose cumulative share reaches
+    # q (index ceil(n * q), 1-based; the first for q = 0), the SQL standard's
+    # PERCENTILE_DISC. sqlglot writes PERCENTILE_DISC(x, q), a form Spark does not read
+    # (it wants WITHIN GROUP, which takes no FILTER beside it here), so the value is
+    # taken at that index of Spark's sorted list of the non-NULL values.
     where = None
     target = node
     if isinstance(node, exp.Filter) and isinstance(node.this, exp.PercentileDisc):
@@ -334,7 +335,8 @@ def quantile_disc(node: exp.Expression) -> exp.Expression:
         raise UnsupportedConstruct("quantile_disc with a quantile that is not a number")
     values = _agg_filter(exp.Anonymous(this="collect_list", expressions=[x.copy()]), where)
     count = _agg_filter(exp.Count(this=x.copy()), where)
-    return _spark("CASE WHEN _n_ > 0 THEN try_element_at(array_sort(_v_), CAST(floor((_n_ - 1) * _q_) AS INT) + 1) END",
+    return _spark("CASE WHEN _n_ > 0 THEN try_element_at(array_sort(_v_), "
+                  "greatest(CAST(ceil(_n_ * _q_) AS INT), 1)) END",
                   n=count, v=values, q=q)
 
 
