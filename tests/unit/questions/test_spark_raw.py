@@ -142,6 +142,15 @@ def test_the_weeks_records_are_equal_row_for_row(week):
     print(f"\nsample week records: {len(spark)} equal / {len(duck)}")
 
 
+def test_the_records_have_the_database_columns(week):
+    """A migration that adds a column to `records` must add it on Spark too."""
+    con, raw, *_ = week
+    spark_types = {"VARCHAR": "string", "JSON": "string", "INTEGER": "int", "BIGINT": "bigint",
+                   "BOOLEAN": "boolean", "TIMESTAMP": "timestamp_ntz"}
+    duck = [(name, spark_types[typ]) for name, typ, *_ in con.execute("DESCRIBE records").fetchall()]
+    assert [(f.name, f.dataType.simpleString()) for f in raw.records.schema.fields] == duck
+
+
 def test_the_weeks_quarantine_is_the_same(week):
     con, raw, *_ = week
     assert _spark_quarantine(raw) == _quarantine(con)
