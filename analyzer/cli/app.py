@@ -97,11 +97,13 @@ def sql_cmd(
     db: Db = None,
     write: bool = typer.Option(False, "--write", help="Open the database read-write (default: read-only)."),
     list_only: bool = typer.Option(False, "--list", help="List the queries/ files and their parameters."),
+    engine: str = typer.Option("duckdb", "--engine", metavar="ENGINE", help="duckdb (default) or spark (needs --lake and the spark extra)."),
+    lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database."),
 ) -> None:
-    """Run SQL or a query from queries/ on the database and print a table, CSV or JSON."""
+    """Run SQL or a query from queries/ on the database (or a lake, on DuckDB or Spark) and print a table, CSV or JSON."""
     from analyzer.cli.sql import run_sql
 
-    run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only)
+    run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only, engine=engine, lake=lake)
 
 
 @app.command("export")

@@ -21,6 +21,10 @@ from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows
 from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
 from analyzer.store.db import connect, connect_writer
+from analyzer.store.lake import open_lake
+
+#: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
+ENGINES = ("duckdb", "spark")
 
 
 def run_sql(
@@ -31,6 +35,8 @@ def run_sql(
     fmt: str = "table",
     write: bool = False,
     list_only: bool = False,
+    engine: str = "duckdb",
+    lake: str | Path | None = None,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
 ) -> int:
@@ -43,6 +49,8 @@ def run_sql(
         fmt: ``table``, ``csv`` or ``json``.
         write: open the database read-write (default read-only).
         list_only: print the available queries instead of running one.
+        engine: ``duckdb`` (default) or ``spark`` (a local Spark over ``lake``).
+        lake: a Parquet lake (``analyze export --lake``) to read instead of ``db``.
 
     Raises:
         UnknownQueryError, QueryParamError, SqlError (exit 2);
@@ -50,10 +58,11 @@ def run_sql(
     """
     # The read-only refusals' remedy (``open the database read-write``), as this command says it.
     with _param_flags(), naming(write="pass --write"):
-        return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, out=out, err=err)
+        return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, engine=engine,
+                        lake=lake, out=out, err=err)
 
 
-def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
+def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     if list_only:
@@ -62,13 +71,25 @@ def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
         raise AnalyzerError("give a query: SQL text or a name from `analyze sql --list`", ExitCode.USAGE)
     if fmt not in FORMATS:
         raise AnalyzerError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}", ExitCode.USAGE)
+    if engine not in ENGINES:
+        raise AnalyzerError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}", ExitCode.USAGE, param="engine")
+    if lake is not None and write:
+        raise AnalyzerError("--write with --lake: a lake is read, never written", ExitCode.USAGE, param="write")
     given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
     if not write:
         check_read_only(resolved.sql)
+    if engine == "spark":
+        if lake is None:
+            raise AnalyzerError("--engine spark reads a lake: pass --lake DIR (write one with "
+                                "`analyze export --lake DIR`)", ExitCode.USAGE, param="lake")
+        return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
 
-    con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
+    if lake is not None:
+        con = open_lake(lake)
+    else:
+        con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
         cur = execute(con, query, given)
         columns = [d[0] for d in (cur.description or [])]
@@ -87,6 +108,40 @@ def _run_sql(query, *, db, params, fmt, write, list_only, out, err) -> int:
             return 0
     finally:
         con.close()
+    print(f"({n} row{'s' if n != 1 else ''})", file=err)
+    return n
+
+
+def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: IO[str], err: IO[str]) -> int:
+    """QUERY on a local Spark over the lake: the same rows as on the database, written alike."""
+    try:
+        # pyspark (a JVM behind it) loads only for --engine spark.
+        from analyzer.questions.spark import (
+            UnsupportedConstruct, local_session, question_frame, register_lake, relations_read, to_spark_sql)
+    except ImportError as exc:
+        raise AnalyzerError(f"--engine spark needs pyspark and sqlglot: pip install 'analyzer[spark]' ({exc})",
+                            ExitCode.USAGE, param="engine") from exc
+    try:
+        needs = relations_read(to_spark_sql(query))
+    except UnsupportedConstruct as exc:
+        raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
+    spark = local_session("analyze-sql", master="local[2]")
+    try:
+        register_lake(spark, str(lake), needs=needs)  # only what this question reads is computed
+        try:
+            df = question_frame(spark, query, **given)
+            columns = list(df.columns)
+            n = WRITERS[fmt](columns, (tuple(r) for r in df.toLocalIterator()), out)
+        except UnsupportedConstruct as exc:
+            raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
+        except AnalyzerError:
+            raise
+        except Exception as exc:  # Spark's errors (analysis, execution) are the SQL's
+            first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise SqlError(f"{resolve(query).label} failed on Spark: {first}") from exc
+        out.flush()
+    finally:
+        spark.stop()
     print(f"({n} row{'s' if n != 1 else ''})", file=err)
     return n
 

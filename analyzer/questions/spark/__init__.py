@@ -30,10 +30,10 @@ pyspark is not a dependency of the analyzer: install the ``spark`` extra
 from __future__ import annotations
 
 from analyzer.questions.spark.lake import question_frame, register_lake, run_question
-from analyzer.questions.spark.sql import UnsupportedConstruct, spark_sql, to_spark_sql, transpile
+from analyzer.questions.spark.sql import UnsupportedConstruct, relations_read, spark_sql, to_spark_sql, transpile
 
 __all__ = ["PORTABLE", "UnsupportedConstruct", "local_session", "question_frame", "register_lake",
-           "register_turns", "run_question", "spark_sql", "to_spark_sql", "transpile"]
+           "register_turns", "relations_read", "run_question", "spark_sql", "to_spark_sql", "transpile"]
 
 #: Questions that read nothing but ``turns``: they run over the turns export
 #: (``analyze export --parquet``) registered with :func:`register_turns`. Over a

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
@@ -28,14 +28,16 @@ from analyzer.store.lake import read_manifest
 LAKE_COPY = "lake_"
 
 
-def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True) -> dict[str, str]:
+def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
+                  needs: Iterable[str] | None = None) -> dict[str, str]:
     """Register the lake at ``lake_dir`` (a local path or ``s3a://...``) in ``spark``; return what was made.
 
     Every base relation of the manifest becomes a temp view of its name. The
     catalog's views are created on top; with ``recompute`` (default) the
     materialized tables are recomputed by Spark and cached, and the lake's copies
     are kept as ``lake_<name>``; without it, the lake's copies are used as they are.
-    Returns ``{name: "lake" | "view" | "table"}``.
+    ``needs`` (the relations one question reads, :func:`relations_read`) creates only
+    the catalog relations those read, directly or through others. Returns ``{name: "lake" | "view" | "table"}``.
 
     Raises:
         AnalyzerError: no lake manifest there (read as for a local lake only).
@@ -57,6 +59,15 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True) -> dic
         made[name] = "lake"
     pending = {n: q for n, q in relations.items() if q.kind == "view" or recompute or n not in doc["tables"]}
     texts = {n: spark_sql(q) for n, q in pending.items()}
+    if needs is not None:
+        wanted: set[str] = set()
+        todo = [n for n in needs if n in texts]
+        while todo:
+            n = todo.pop()
+            if n not in wanted:
+                wanted.add(n)
+                todo.extend(relations_read(texts[n]) & set(texts))
+        texts = {n: t for n, t in texts.items() if n in wanted}
     for name in _in_dependency_order(texts):
         # Computed once and cut from its plan: a question over it then plans a scan, not
         # the hundred operators that made it (CACHE TABLE keeps the plan, and every

@@ -27,6 +27,8 @@ DEFERRED = {
     "analyzer/api.py": None,
     "analyzer/jobs/metrics.py": {"analyzer.ingestion.apistream", "analyzer.io.prometheus"},
     "analyzer/ingestion/metric_readers.py": {"analyzer.ingestion.apistream"},
+    # `analyze sql --engine spark` only: pyspark and sqlglot are the spark extra, not dependencies.
+    "analyzer/cli/sql.py": {"analyzer.questions.spark"},
 }
 
 
