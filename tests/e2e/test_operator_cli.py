@@ -586,7 +586,7 @@ def test_sql_write_runs_several_statements(week_db):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "--bogus", "x"], "No such option: --bogus (`analyze run -h` lists the options)"),
-    (["export"], "Missing option '--parquet'"),
+    (["export"], "give one of --parquet DIR (the turns) or --lake DIR"),
     (["replay", "--limit", "many"], "Invalid value for '--limit'"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, message):
