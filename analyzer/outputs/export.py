@@ -58,6 +58,24 @@ def _turns_select(con: duckdb.DuckDBPyConnection) -> str:
     return f"SELECT {', '.join(exprs)}, CAST(ts AS DATE) AS {PARTITION} FROM turns"
 
 
+def swap_in(src: Path, dest: Path) -> None:
+    """Put the folder ``src`` in the place of ``dest`` (renames on one filesystem: a reader
+    sees the old folder or the new one, never a half-written one)."""
+    trash = dest.parent.parent / f".{dest.parent.name}.old-{uuid.uuid4().hex[:8]}"
+    if dest.exists():
+        os.replace(dest, trash)
+    os.replace(src, dest)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def write_manifest(path: Path, doc: dict) -> None:
+    """Write ``doc`` as JSON to ``path`` whole (a temporary file renamed over it): written last,
+    it is what tells a reader the export is complete."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def _day_dirs(d: Path) -> dict[str, Path]:
     if not d.is_dir():
         return {}
@@ -92,11 +110,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
         report = ExportReport(path=str(out), rows=rows, days=sorted(new))
         for day, src in sorted(new.items()):
             dest = out / src.name
-            trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            if dest.exists():
-                os.replace(dest, trash)
-            os.replace(src, dest)
-            shutil.rmtree(trash, ignore_errors=True)
+            swap_in(src, dest)
             report.files += sum(1 for f in dest.iterdir() if f.suffix == ".parquet")
         for day in sorted(set(old) - set(new)):
             shutil.rmtree(old[day])
@@ -109,9 +123,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compr
             "columns": [r[0] for r in con.execute("DESCRIBE turns").fetchall()] + [PARTITION],
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        tmp = out / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out / MANIFEST)
+        write_manifest(out / MANIFEST, manifest)
         return report
     except OSError as exc:
         raise AnalyzerError(f"cannot write the export to {out}: {exc}", ExitCode.FAILED) from exc

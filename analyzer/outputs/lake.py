@@ -27,8 +27,6 @@ replaced by accident.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -40,6 +38,7 @@ import duckdb
 from analyzer import __version__
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import iso_utc
+from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
 from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, read_manifest
 
@@ -180,11 +179,7 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
         schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
         for table in tables:
             dest = out / table
-            trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            if dest.exists():
-                os.replace(dest, trash)
-            os.replace(staging / table, dest)
-            shutil.rmtree(trash, ignore_errors=True)
+            swap_in(staging / table, dest)
             report.files += sum(1 for _ in dest.rglob("*.parquet"))
         for table in sorted(set((old or {}).get("tables", {})) - set(tables)):
             shutil.rmtree(out / table, ignore_errors=True)
@@ -199,9 +194,7 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
             "partitioning": f"hive: {PARTITION}=YYYY-MM-DD, the UTC day of each table's time_column",
             "tables": entries,
         }
-        tmp = out / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out / MANIFEST)
+        write_manifest(out / MANIFEST, manifest)
         return report
     except OSError as exc:
         raise AnalyzerError(f"cannot write the lake to {out}: {exc}", ExitCode.FAILED) from exc
