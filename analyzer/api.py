@@ -13,8 +13,8 @@
 
 Every function takes ``db`` as a path (default ``$ANALYZER_DB`` or
 ./analyzer.duckdb) or as an open connection, which is then used and left open.
-Heavy modules (duckdb, polars) are imported when a function is first called, so
-``import analyzer`` stays fast.
+``import analyzer`` stays fast because the package imports this module only when
+one of its functions is first used (``analyzer/__init__.py``).
 """
 
 from __future__ import annotations
@@ -23,14 +23,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
 
+import duckdb
+
+from analyzer.classification.turns import ClassifyReport, refresh_turns
+from analyzer.core.errors import DatabaseError
+from analyzer.core.paths import default_db_path
+from analyzer.ingestion.logs import IngestReport
+from analyzer.ingestion.logs import ingest as _ingest
+from analyzer.questions.sqlrun import frame
+from analyzer.store.db import connect as _connect
+from analyzer.store.db import connect_writer
+
 if TYPE_CHECKING:  # pragma: no cover
-    import duckdb
     import polars
 
-    from analyzer.classification.turns import ClassifyReport
-    from analyzer.ingestion.logs import IngestReport
-
-DB = Union[str, Path, "duckdb.DuckDBPyConnection", None]
+DB = Union[str, Path, duckdb.DuckDBPyConnection, None]
 
 
 def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.DuckDBPyConnection":
@@ -46,8 +53,6 @@ def connect(path: str | Path | None = None, read_only: bool = False) -> "duckdb.
     Raises:
         analyzer.core.errors.DatabaseError: the file cannot be opened or is not ours.
     """
-    from analyzer.store.db import connect as _connect
-
     return _connect(path, read_only=read_only)
 
 
@@ -61,10 +66,6 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
     if db is not None and not isinstance(db, (str, Path)):
         yield db  # the caller's connection: theirs to close
         return
-    from analyzer.core.errors import DatabaseError
-    from analyzer.core.paths import default_db_path
-    from analyzer.store.db import connect as _connect
-
     target = Path(str(db)) if db is not None else default_db_path()
     if not write and str(target) != ":memory:" and not target.exists():
         # A query on a mistyped path must not create an empty database and
@@ -80,8 +81,6 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
             if "different configuration" not in str(exc):
                 raise
     if con is None:
-        from analyzer.store.db import connect_writer
-
         con = connect_writer(target) if ingest else _connect(target)
     try:
         yield con
@@ -106,8 +105,6 @@ def query(name_or_sql: str, db: DB = None, **params: Any) -> "polars.DataFrame":
         analyzer.store.asking.QueryParamError: a parameter is missing or not the query's.
         analyzer.store.asking.SqlError: DuckDB rejected the SQL.
     """
-    from analyzer.questions.sqlrun import frame
-
     with _opened(db, write=False) as con:
         return frame(con, name_or_sql, params)
 
@@ -122,9 +119,6 @@ def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool
         analyzer.core.errors.InputError: an input is missing or not a proxy log (or,
             with ``strict``, holds a malformed line; that batch is rolled back).
     """
-    from analyzer.classification.turns import refresh_turns
-    from analyzer.ingestion.logs import ingest as _ingest
-
     inputs = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     with _opened(db, write=True, ingest=True) as con:
         report = _ingest(con, inputs, strict=strict)
@@ -140,7 +134,5 @@ def classify(db: DB = None, *, caller_deadline_s: float | None = None) -> "Class
     deadline that makes a slower ok answer ``late-200`` (default: the stored
     value, else 300 s). Returns the :class:`analyzer.classification.turns.ClassifyReport`.
     """
-    from analyzer.classification.turns import refresh_turns
-
     with _opened(db, write=True) as con:
         return refresh_turns(con, caller_deadline_s=caller_deadline_s)

@@ -11,6 +11,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from analyzer import __version__
 from analyzer.cli.exits import guarded
 from analyzer.core.errors import AnalyzerError, ExitCode
 
@@ -32,7 +33,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from analyzer import __version__
 
         print(f"analyze {__version__}")
         raise typer.Exit()
@@ -80,7 +80,7 @@ def run_cmd(
     prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
-    from analyzer.cli.run import RunOptions, run
+    from analyzer.cli.run import RunOptions, run  # here: `analyze --help` loads typer alone
 
     run(RunOptions(files=tuple(files or ()), db=db, json_out=json_out, strict=strict, model_patterns=tuple(model or ()),
                    since=since, until=until, metrics=tuple(metrics or ()), wedge_window=wedge_window,
@@ -101,7 +101,7 @@ def sql_cmd(
     lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database."),
 ) -> None:
     """Run SQL or a query from queries/ on the database (or a lake, on DuckDB or Spark) and print a table, CSV or JSON."""
-    from analyzer.cli.sql import run_sql
+    from analyzer.cli.sql import run_sql  # here: `analyze --help` loads typer alone
 
     run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only, engine=engine, lake=lake)
 
@@ -114,7 +114,7 @@ def export_cmd(
     json_out: Json = False,
 ) -> None:
     """Write Parquet for bigger engines: the classified turns (--parquet) or the whole lake (--lake)."""
-    from analyzer.cli.export import export_command
+    from analyzer.cli.export import export_command  # here: `analyze --help` loads typer alone
 
     export_command(parquet, db=db, lake=lake, json_out=json_out)
 
@@ -128,7 +128,7 @@ def sync_cmd(
     json_out: Json = False,
 ) -> None:
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
-    from analyzer.cli.sync import sync_command
+    from analyzer.cli.sync import sync_command  # here: `analyze --help` loads typer alone
 
     sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
 
@@ -148,7 +148,7 @@ def report_cmd(
 
     --since/--until report that range instead of a week.
     """
-    from analyzer.cli.report import report_command
+    from analyzer.cli.report import report_command  # here: `analyze --help` loads typer alone
 
     report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn, lake=lake)
 
@@ -171,7 +171,7 @@ def replay_cmd(
     db: Db = None,
 ) -> None:
     """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
-    from analyzer.cli.replay import replay_command
+    from analyzer.cli.replay import replay_command  # here: `analyze --help` loads typer alone
 
     replay_command(endpoint=endpoint, api_key_env=api_key_env, dry_run=dry_run, limit=limit,
                    concurrency=concurrency, rate=rate, model=model, only_models=only_model or None,
@@ -193,7 +193,7 @@ def forget_cmd(
 
     --since/--until choose the files whose records all lie in that range.
     """
-    from analyzer.cli.forget import forget_command
+    from analyzer.cli.forget import forget_command  # here: `analyze --help` loads typer alone
 
     forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
 
@@ -214,7 +214,7 @@ def alerts_cmd(
     object_label: Optional[List[str]] = typer.Option(None, "--object-label", metavar="KEY=VALUE", help="--format prometheusrule: a label of the object, for the operator's ruleSelector (repeatable)."),
 ) -> None:
     """Write the wedge rule as Prometheus alerting rules (VLLMPodWedged, VLLMPodDown)."""
-    from analyzer.cli.alerts import alerts_command
+    from analyzer.cli.alerts import alerts_command  # here: `analyze --help` loads typer alone
 
     alerts_command(output=output, unit_tests=unit_tests, fmt=fmt, wedge_window=wedge_window,
                    evaluation_interval=evaluation_interval, scrape_interval=scrape_interval,
