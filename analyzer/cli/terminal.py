@@ -643,7 +643,7 @@ def print_export_report(report: "ExportReport") -> None:
 
 def print_lake_report(report: "LakeReport") -> None:
     """One line: how many rows of how many relations went into the lake, and where."""
-    removed = f", removed {', '.join(report.removed)}" if report.removed else ""
+    removed = f", removed {safe_text(', '.join(report.removed))}" if report.removed else ""
     print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
           f"to {safe_text(report.path)}{removed}")
 

@@ -141,8 +141,13 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: str, dest: Path, compres
 
 
 def _manifest_of(out: Path) -> dict | None:
+    """The lake manifest in ``out``, of any schema (a re-export replaces an older lake), or None.
+
+    Its relation names are checked plain names: they are the folders a re-export
+    removes, so a manifest naming ``../elsewhere`` is no manifest, and the folder is refused.
+    """
     try:
-        return read_manifest(out)
+        return read_manifest(out, any_schema=True)
     except AnalyzerError:
         return None
 

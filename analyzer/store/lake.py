@@ -1,8 +1,8 @@
 """A Parquet lake (``analyze export --lake``) opened as a DuckDB database: the questions run unchanged.
 
 :func:`open_lake` gives an in-memory DuckDB connection in which every relation
-of the lake is a view over its Parquet files (the columns and types the manifest
-names, JSON restored), and the catalog's macros and views are created on top, as
+of the lake is a view over its Parquet files (the columns the manifest names,
+JSON columns restored to JSON), and the catalog's macros and views are created on top, as
 :func:`analyzer.store.db.connect` creates them in the database. Every question
 of ``queries/``, the summary and the report then read the lake as they read a
 database; the materialized relations (``turns``, ``sessions``,
@@ -15,25 +15,67 @@ writes it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
 
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.store.catalog import create_views
+from analyzer.store.db import MIGRATIONS
 
 MANIFEST = "_manifest.json"
 FORMAT = "analyzer-lake"
 FORMAT_VERSION = 1
 #: The hive partition column of the partitioned relations (not one of their columns).
 PARTITION = "day"
+#: What a relation or column name in a manifest may be: a manifest is a file anyone could
+#: have edited, and its names become folder names and quoted SQL identifiers.
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
-def read_manifest(lake_dir: str | Path) -> dict:
-    """The manifest of the lake at ``lake_dir``.
+def check_manifest(doc: object, where: str, *, any_schema: bool = False) -> dict:
+    """``doc`` if it is an analyzer lake's manifest this analyzer reads, with names that are plain names.
+
+    The schema (the last migration of the database it was exported from) must be
+    this analyzer's, unless ``any_schema`` (a re-export replacing an older lake):
+    the questions read the columns of today's schema.
 
     Raises:
-        AnalyzerError: (usage, ``param="lake"``) no lake there, or one of a newer format.
+        AnalyzerError: (usage, ``param="lake"``) not a lake's manifest, a newer format,
+            another schema, or a relation or column name that is not a plain name.
+    """
+    def bad(why: str) -> AnalyzerError:
+        return AnalyzerError(f"lake {where}: {why}", ExitCode.USAGE, param="lake")
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise bad(f"{MANIFEST} is not an analyzer lake's")
+    if not isinstance(doc.get("format_version"), int) or doc["format_version"] > FORMAT_VERSION:
+        raise bad(f"format {doc.get('format_version')!r} is newer than this analyzer reads ({FORMAT_VERSION}); "
+                  "upgrade the analyzer")
+    tables = doc.get("tables")
+    if not isinstance(tables, dict) or not tables:
+        raise bad(f"{MANIFEST} lists no relations")
+    for table, entry in tables.items():
+        if not NAME.match(str(table)):
+            raise bad(f"{MANIFEST} names a relation {table!r}: not a plain name")
+        columns = entry.get("columns") if isinstance(entry, dict) else None
+        if not isinstance(columns, list) or not all(
+                isinstance(c, list) and c and isinstance(c[0], str) and NAME.match(c[0]) for c in columns):
+            raise bad(f"{MANIFEST}: relation {table} has a column that is not a plain name")
+    schema = MIGRATIONS[-1][0]
+    if not any_schema and doc.get("schema") != schema:
+        raise bad(f"exported from a database of schema {doc.get('schema')!r}, this analyzer reads {schema!r}: "
+                  "export it again with this analyzer (`analyze export --lake DIR`)")
+    return doc
+
+
+def read_manifest(lake_dir: str | Path, *, any_schema: bool = False) -> dict:
+    """The manifest of the lake at ``lake_dir``, checked by :func:`check_manifest`.
+
+    Raises:
+        AnalyzerError: (usage, ``param="lake"``) no lake there, one of a newer format or
+            (unless ``any_schema``) another schema, or names that are not plain names.
     """
     path = Path(lake_dir).expanduser() / MANIFEST
     try:
@@ -43,25 +85,28 @@ def read_manifest(lake_dir: str | Path) -> dict:
                             ExitCode.USAGE, param="lake") from exc
     except (OSError, ValueError) as exc:
         raise AnalyzerError(f"lake {lake_dir}: cannot read {MANIFEST}: {exc}", ExitCode.USAGE, param="lake") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise AnalyzerError(f"lake {lake_dir}: {MANIFEST} is not an analyzer lake's", ExitCode.USAGE, param="lake")
-    if not isinstance(doc.get("format_version"), int) or doc["format_version"] > FORMAT_VERSION:
-        raise AnalyzerError(f"lake {lake_dir}: format {doc.get('format_version')!r} is newer than this analyzer "
-                            f"reads ({FORMAT_VERSION}); upgrade the analyzer", ExitCode.USAGE, param="lake")
-    return doc
+    return check_manifest(doc, str(lake_dir), any_schema=any_schema)
 
 
-def table_files(lake_dir: str | Path, table: str, entry: dict) -> str:
-    """The glob of ``table``'s Parquet files in the lake (partitioned ones one folder deeper)."""
+def table_files(lake_dir: str | Path, table: str, entry: dict) -> list[str]:
+    """``table``'s Parquet files in the lake (partitioned ones one folder deeper), as a list: a
+    folder name with ``[`` or ``*`` in it is a name, not a pattern."""
     base = Path(lake_dir).expanduser().resolve() / table
-    return str(base / f"{PARTITION}=*" / "*.parquet") if entry.get("partition") else str(base / "*.parquet")
+    found = base.glob(f"{PARTITION}=*/*.parquet") if entry.get("partition") else base.glob("*.parquet")
+    return sorted(str(p) for p in found)
 
 
-def open_lake(lake_dir: str | Path) -> duckdb.DuckDBPyConnection:
+def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection reading the lake at ``lake_dir``, with the catalog's views.
 
+    ``settings``: DuckDB settings applied with ``SET`` once the views exist, in order,
+    after the lake's folder is made the only one the connection may read
+    (``analyze sql`` passes its read-only settings: no other file, no network,
+    the configuration locked).
+
     Raises:
-        AnalyzerError: no lake there, a newer format, or a relation whose files are missing.
+        AnalyzerError: no lake there, a newer format or another schema, odd names in
+            the manifest, or a relation whose files are missing.
     """
     doc = read_manifest(lake_dir)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
@@ -73,13 +118,20 @@ def open_lake(lake_dir: str | Path) -> duckdb.DuckDBPyConnection:
                 f'CAST("{c}" AS JSON) AS "{c}"' if c in entry.get("json_columns", ()) else f'"{c}"'
                 for c, _type in entry["columns"])
             files = table_files(lake_dir, table, entry)
+            if not files:
+                raise AnalyzerError(f"lake {lake_dir}: relation {table} has no Parquet files", ExitCode.USAGE,
+                                    param="lake")
             try:
                 # The glob goes as a value, never into SQL text; the names come from the manifest, quoted.
                 con.read_parquet(files, hive_partitioning=False).project(columns).create_view(table)
             except duckdb.Error as exc:
-                raise AnalyzerError(f"lake {lake_dir}: relation {table} cannot be read ({files}): "
+                raise AnalyzerError(f"lake {lake_dir}: relation {table} cannot be read: "
                                     f"{str(exc).splitlines()[0]}", ExitCode.USAGE, param="lake") from exc
         create_views(con, materialize=False)
+        if settings:
+            con.execute("SET allowed_directories = ?", [[str(Path(lake_dir).expanduser().resolve())]])
+            for name, value in settings.items():  # in order: lock_configuration comes last
+                con.execute(f"SET {name} = ?", [value])
     except BaseException:
         con.close()
         raise

@@ -22,7 +22,8 @@ from typing import Any, Iterable
 from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
 from analyzer.store.asking import resolve
-from analyzer.store.lake import read_manifest
+from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.store.lake import MANIFEST, check_manifest, read_manifest
 
 #: The prefix of the lake's own copies of the materialized tables.
 LAKE_COPY = "lake_"
@@ -40,7 +41,8 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
     the catalog relations those read, directly or through others. Returns ``{name: "lake" | "view" | "table"}``.
 
     Raises:
-        AnalyzerError: no lake manifest there (read as for a local lake only).
+        AnalyzerError: no lake manifest there, another schema, or names in it that are
+            not plain names (:func:`analyzer.store.lake.check_manifest`).
     """
     lake = str(lake_dir)
     local = "://" not in lake
@@ -79,8 +81,15 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
 
 
 def _remote_manifest(spark, lake: str) -> dict:
-    text = "\n".join(r.value for r in spark.read.text(f"{lake.rstrip('/')}/_manifest.json", wholetext=True).collect())
-    return json.loads(text)
+    """The manifest of a lake at a URL, read through Spark's filesystem and checked as a local one."""
+    where = f"{lake.rstrip('/')}/{MANIFEST}"
+    try:
+        text = "\n".join(r.value for r in spark.read.text(where, wholetext=True).collect())
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise AnalyzerError(f"lake {lake}: cannot read {MANIFEST}: {exc}", ExitCode.USAGE, param="lake") from exc
+    # The names become view names and quoted columns: checked as for a local lake.
+    return check_manifest(doc, lake)
 
 
 def _in_dependency_order(texts: dict[str, str]) -> list[str]:

@@ -182,3 +182,77 @@ def test_the_lake_reads_only_what_the_manifest_names(lake):
             con.execute("SELECT * FROM summary_cache").fetchall()
     finally:
         con.close()
+
+
+def _edited(lake: Path, where: Path, edit) -> Path:
+    """A copy of the lake's manifest in ``where``, changed by ``edit(doc)``, beside no data."""
+    where.mkdir()
+    doc = json.loads((lake / MANIFEST).read_text())
+    edit(doc)
+    (where / MANIFEST).write_text(json.dumps(doc))
+    return where
+
+
+def test_a_manifest_naming_a_path_or_a_quoted_column_is_refused(lake, tmp_path):
+    outside = _edited(lake, tmp_path / "outside", lambda d: d["tables"].update({"../victim": {"columns": []}}))
+    with pytest.raises(AnalyzerError, match="not a plain name"):
+        open_lake(outside)
+    quoted = _edited(lake, tmp_path / "quoted", lambda d: d["tables"]["records"]["columns"].append(['x" , 1 --', "VARCHAR"]))
+    with pytest.raises(AnalyzerError, match="column that is not a plain name"):
+        open_lake(quoted)
+
+
+def test_re_export_over_a_manifest_naming_a_path_removes_nothing_outside(week, tmp_path):
+    out = tmp_path / "lake"
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep me")
+    con = connect(week, read_only=True)
+    try:
+        export_lake(con, out)
+        doc = json.loads((out / MANIFEST).read_text())
+        doc["tables"]["../victim"] = {"rows": 0, "columns": [], "partition": None}
+        (out / MANIFEST).write_text(json.dumps(doc))
+        with pytest.raises(AnalyzerError, match="not a lake"):  # an edited manifest is no lake's
+            export_lake(con, out)
+    finally:
+        con.close()
+    assert (victim / "keep.txt").read_text() == "keep me"
+
+
+def test_a_lake_of_another_schema_says_export_again(lake, tmp_path):
+    older = _edited(lake, tmp_path / "older", lambda d: d.update(schema="001_initial"))
+    with pytest.raises(AnalyzerError, match="export it again"):
+        open_lake(older)
+    p = analyze("sql", "SELECT 1", "--lake", str(older))
+    assert p.returncode == 2 and "export it again" in p.stderr
+
+
+def test_sql_on_a_lake_reads_no_other_file(lake, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not yours")
+    p = analyze("sql", f"SELECT content FROM read_text('{secret}')", "--lake", str(lake), "--format", "csv")
+    assert p.returncode == 2 and "not yours" not in p.stdout, p.stdout + p.stderr
+    ok = analyze("sql", "SELECT count(*) AS n FROM turns", "--lake", str(lake), "--format", "csv")
+    assert ok.returncode == 0 and int(ok.stdout.splitlines()[1]) > 0, ok.stderr
+
+
+def test_sql_takes_a_lake_or_a_database_not_both(week, lake):
+    p = analyze("sql", "SELECT 1", "--lake", str(lake), "--db", str(week))
+    assert p.returncode == 2 and "--db" in p.stderr and "--lake" in p.stderr
+    p = analyze("sql", "SELECT 1", "--lake", "s3a://bucket/lake")
+    assert p.returncode == 2 and "--engine spark" in p.stderr
+
+
+def test_a_lake_in_a_folder_named_like_a_pattern_reads(lake, tmp_path):
+    odd = tmp_path / "lake [week*]"
+    import shutil
+
+    shutil.copytree(lake, odd)
+    a, b = open_lake(lake), open_lake(odd)
+    try:
+        assert a.execute("SELECT count(*) FROM records").fetchall() == b.execute(
+            "SELECT count(*) FROM records").fetchall()
+    finally:
+        a.close()
+        b.close()
