@@ -98,7 +98,8 @@ def sql_cmd(
     write: bool = typer.Option(False, "--write", help="Open the database read-write (default: read-only)."),
     list_only: bool = typer.Option(False, "--list", help="List the queries/ files and their parameters."),
     engine: str = typer.Option("duckdb", "--engine", metavar="ENGINE", help="duckdb (default) or spark (needs --lake and the spark extra)."),
-    lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database."),
+    # A str, not a Path: with --engine spark a lake may be a URL (s3a://bucket/lake), which a Path would mangle.
+    lake: Optional[str] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database: a folder, or with --engine spark a URL."),
 ) -> None:
     """Run SQL or a query from queries/ on the database (or a lake, on DuckDB or Spark) and print a table, CSV or JSON."""
     from analyzer.cli.sql import run_sql  # here: `analyze --help` loads typer alone

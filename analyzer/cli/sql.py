@@ -7,6 +7,7 @@ stdout as a table, CSV or JSON; the row count and errors go to stderr.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows
 from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
 from analyzer.store.db import connect, connect_writer
-from analyzer.store.lake import open_lake
+from analyzer.store.lake import open_lake, read_manifest
 
 #: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
 ENGINES = ("duckdb", "spark")
@@ -75,6 +76,12 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
         raise AnalyzerError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}", ExitCode.USAGE, param="engine")
     if lake is not None and write:
         raise AnalyzerError("--write with --lake: a lake is read, never written", ExitCode.USAGE, param="write")
+    if lake is not None and db is not None:
+        raise AnalyzerError("--db and --lake: give one (a database file or a lake folder)", ExitCode.USAGE,
+                            param="lake")
+    if lake is not None and engine == "duckdb" and "://" in str(lake):
+        raise AnalyzerError(f"--lake {lake}: DuckDB reads a lake in a local folder; a lake at a URL is read "
+                            "with --engine spark", ExitCode.USAGE, param="lake")
     given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
@@ -87,7 +94,8 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
         return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
 
     if lake is not None:
-        con = open_lake(lake)
+        # As read-only as a database: only the lake's folder may be read, nothing written.
+        con = open_lake(lake, settings=READ_ONLY_SETTINGS)
     else:
         con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
@@ -101,11 +109,8 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
             out.flush()
         except duckdb.Error as exc:  # errors that surface while rows stream
             raise SqlError(f"{resolved.label} failed: {str(exc).strip()}") from exc
-        except BrokenPipeError:  # `analyze sql ... | head`: the reader has all it wants
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-            return 0
+        except BrokenPipeError:
+            return _reader_left(out)
     finally:
         con.close()
     print(f"({n} row{'s' if n != 1 else ''})", file=err)
@@ -121,29 +126,44 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
     except ImportError as exc:
         raise AnalyzerError(f"--engine spark needs pyspark and sqlglot: pip install 'analyzer[spark]' ({exc})",
                             ExitCode.USAGE, param="engine") from exc
+    if "://" not in str(lake):
+        read_manifest(lake)  # a wrong folder is said before a JVM starts
     try:
         needs = relations_read(to_spark_sql(query))
     except UnsupportedConstruct as exc:
         raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
-    spark = local_session("analyze-sql", master="local[2]")
     try:
-        register_lake(spark, str(lake), needs=needs)  # only what this question reads is computed
+        spark = local_session("analyze-sql", master="local[2]")
+    except ImportError as exc:  # sqlglot came with the test extra, pyspark did not
+        raise AnalyzerError(f"--engine spark needs pyspark: pip install 'analyzer[spark]' ({exc})",
+                            ExitCode.USAGE, param="engine") from exc
+    try:
         try:
+            register_lake(spark, str(lake), needs=needs)  # only what this question reads is computed
             df = question_frame(spark, query, **given)
             columns = list(df.columns)
             n = WRITERS[fmt](columns, (tuple(r) for r in df.toLocalIterator()), out)
+            out.flush()
         except UnsupportedConstruct as exc:
             raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
-        except AnalyzerError:
+        except (AnalyzerError, BrokenPipeError):
             raise
-        except Exception as exc:  # Spark's errors (analysis, execution) are the SQL's
+        except Exception as exc:  # Spark's errors (analysis, execution, a missing file) are the SQL's
             first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
             raise SqlError(f"{resolve(query).label} failed on Spark: {first}") from exc
-        out.flush()
+    except BrokenPipeError:
+        return _reader_left(out)
     finally:
         spark.stop()
     print(f"({n} row{'s' if n != 1 else ''})", file=err)
     return n
+
+
+def _reader_left(out: IO[str]) -> int:
+    """``analyze sql ... | head``: the reader has all it wants. Later writes to ``out``
+    (Python's own flush at exit) go to /dev/null instead of raising again; returns 0."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    return 0
 
 
 @contextmanager

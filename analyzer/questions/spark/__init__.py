@@ -29,6 +29,8 @@ pyspark is not a dependency of the analyzer: install the ``spark`` extra
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from analyzer.questions.spark.lake import question_frame, register_lake, run_question
 from analyzer.questions.spark.sql import UnsupportedConstruct, relations_read, spark_sql, to_spark_sql, transpile
 
@@ -47,11 +49,16 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     ``spark.sql.timestampType = TIMESTAMP_NTZ`` makes ``CAST(x AS TIMESTAMP)`` mean
     what it means in DuckDB (the lake's times are UTC times without a zone).
     """
+    import tempfile
+
     from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master(master)
         .appName(app_name)
+        # Only temp views are made, but Spark creates its warehouse folder anyway: in the
+        # temp folder, not as ./spark-warehouse wherever `analyze sql` ran.
+        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "analyzer-spark-warehouse"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")
