@@ -13,7 +13,7 @@ times its size in memory. Here instead:
 - :func:`stream_json_file` walks a file of API responses (one, a list of them, or
   one per line) with an incremental reader that holds one series at a time and
   hands each to the stager. The analyzer's live queries
-  (:mod:`.prometheus`) give it each page's answer the same way.
+  (:mod:`analyzer.io.prometheus`) give it each page's answer the same way.
 
 A layout the walk does not follow (a bare ``data`` object, ``result`` before
 ``resultType``) raises :class:`NotStreamable`, and the file is read the usual

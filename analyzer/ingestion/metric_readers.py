@@ -15,7 +15,7 @@
 Label sets are parsed once each (:func:`~.stage.intern_labels`). Whenever the
 SQL path meets something it does not accept as is (a time or value it cannot
 type, a CSV row with unquoted commas, an error response), the file is read again
-by the Python parser of :mod:`.formats`, which either reads it or raises the
+by the Python parser of :mod:`analyzer.io.metric_formats`, which either reads it or raises the
 precise error: the fast path never changes what a file means.
 """
 

@@ -1,6 +1,6 @@
 """The model mapping (``--model-map``), parsed and stored; samples written or forgotten by source.
 
-Loads store samples through :mod:`.stage`; :func:`insert_samples` writes rows of
+Loads store samples through :mod:`analyzer.ingestion.metric_stage`; :func:`insert_samples` writes rows of
 the ``metric_samples`` view's shape (a test fixture, a notebook), and
 :func:`forget_sources` removes what sources loaded.
 """

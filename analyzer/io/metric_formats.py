@@ -1,4 +1,4 @@
-"""Parsers for every metric input form, each yielding :class:`~.samples.Sample`.
+"""Parsers for every metric input form, each yielding :class:`~analyzer.io.metric_samples.Sample`.
 
 - Prometheus HTTP API JSON: ``/api/v1/query_range`` (matrix) and ``/api/v1/query``
   (vector, or matrix for a range selector) responses, saved one per file, as a
@@ -84,7 +84,8 @@ def parse_prometheus_json(doc: Any) -> Iterator[Sample]:
     """Samples of a Prometheus API response (matrix or vector), its ``data``, or a list of them.
 
     Series without a ``__name__`` (the result of an expression like ``rate(...)``)
-    are yielded with an empty metric name, which :func:`~.samples.normalize` skips.
+    are yielded with an empty metric name, which storing skips (not a kept name:
+    :mod:`analyzer.ingestion.metric_stage`).
 
     Raises:
         ValueError: an error response, an unsupported result type, or a malformed result.

@@ -2,7 +2,7 @@
 
 The stored metric names are canonical (:func:`canonical_name` maps every spelling
 that arrives to one); the pod a series belongs to is :func:`pod_identity`.
-Storing (the kept names, NaN dropped) happens in SQL: see :mod:`.stage`.
+Storing (the kept names, NaN dropped) happens in SQL: see :mod:`analyzer.ingestion.metric_stage`.
 """
 
 from __future__ import annotations

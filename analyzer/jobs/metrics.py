@@ -96,7 +96,7 @@ def load_metrics(
 
     All files load in one transaction: a file that does not parse leaves the
     database as it was. Loading a file again stores nothing new. CSV and JSON go
-    through DuckDB's readers, big text scrapes stream (see :mod:`.readers`).
+    through DuckDB's readers, big text scrapes stream (see :mod:`analyzer.ingestion.metric_readers`).
 
     Raises:
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.

@@ -3,8 +3,8 @@
 :func:`make_report` builds one self-contained HTML page for a week (or any
 range) from the database: :mod:`.build` turns the views into the documented
 context objects of :mod:`.context`, :mod:`.charts` makes the plotly figures,
-:mod:`.html` runs the jinja2 templates in ``dashboards/``, and :mod:`.redact`
-scrubs credentials from every piece of log text shown.
+:mod:`.html` runs the jinja2 templates in ``dashboards/``, and
+:mod:`analyzer.core.scrub` scrubs credentials from every piece of log text shown.
 """
 
 from __future__ import annotations
