@@ -8,7 +8,6 @@ analyzer/online/*.py therefore needs the patch refreshed (the page says how).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from tests.support.repo import REPO
 
 ROOT = REPO

@@ -11,7 +11,6 @@ import http.client
 import json
 import re
 import socket
-from pathlib import Path
 
 import httpx
 import pytest

@@ -9,7 +9,6 @@ for it with ``wait4`` and writes its peak RSS in bytes to a file.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile

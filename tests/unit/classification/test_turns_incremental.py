@@ -3,7 +3,6 @@ result is exactly what a full rebuild gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest

@@ -8,7 +8,6 @@ directory holds `logs/` (a small week built from tests/support/records.py) and
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import polars as pl
 import pytest

@@ -50,7 +50,7 @@ from analyzer.store.asking import execute  # noqa: E402
 from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from tests.support.records import (  # noqa: E402
-    NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
+    at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
 from tests.unit.questions.test_queries import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, _answer, _turn, week_records  # noqa: E402
 
 QUERIES = load_queries()
