@@ -1,26 +1,42 @@
-"""The main job's library steps: the summary of a database, the run's metrics, ingest-only.
+"""The main job: ingest, load metrics, classify, summarize; or the summary of what a database holds.
 
-``analyze FILES...`` (:mod:`analyzer.cli.run`) ingests, then calls
-:func:`load_run_metrics` and :func:`summarize_stored`; scripts and notebooks
-call :func:`ingest_only` (or :func:`analyzer.ingest`).
+:func:`run_main_job` is ``analyze FILES...`` without the printing: every option
+checked before any work, the logs ingested (the ``--metrics`` files read beside
+them), metrics loaded, every turn classified, the summary made.
+:func:`summary_of_database` is ``analyze --db X`` with nothing to read. How a
+running job is shown (progress bars, diagnostics, warnings) is the caller's,
+given as a :class:`JobView`: :mod:`analyzer.cli.run` gives the terminal's, a
+script none. Scripts and notebooks also call :func:`ingest_only` (or
+:func:`analyzer.ingest`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from analyzer.classification.turns import refresh_turns
+from analyzer.classification.turns import check_caller_deadline, refresh_turns
 from analyzer.classification.windows import recompute_windows
 from analyzer.core.durations import parse_duration
+from analyzer.core.errors import AnalyzerError, ExitCode, InputError
+from analyzer.core.isotime import parse_range
+from analyzer.core.paths import default_db_path
+from analyzer.core.safetext import terminal_text
 from analyzer.ingestion.logs import IngestReport, ingest
+from analyzer.ingestion.metric_readers import check_metric_paths
 from analyzer.ingestion.metric_store import parse_model_map
 from analyzer.ingestion.metrics import stage_metric_files
+from analyzer.ingestion.metrics_ahead import StagingAhead, worth_staging_ahead
+from analyzer.io.prometheus import parse_selector
+from analyzer.io.sources import Discovered, discover_inputs
 from analyzer.jobs.metrics import load_metrics, load_prometheus
 from analyzer.outputs.summary import build_summary, filter_notes, resolve_models
 from analyzer.outputs.summary_cache import cached_summary
 from analyzer.store.db import connect_writer, discarded
-from analyzer.store.holdings import describe_seconds, holdings, store_wedge_window, stored_wedge_window
+from analyzer.store.holdings import (
+    changes, describe_seconds, holdings, plan_wedge_window, store_wedge_window, stored_wedge_window)
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,149 @@ class RunOptions:
     def reads_inputs(self) -> bool:
         """Logs, metric files or a Prometheus to read; else the run prints what the database holds."""
         return bool(self.files or self.metrics or self.prometheus)
+
+
+def _no_progress() -> AbstractContextManager[None]:
+    return nullcontext(None)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """How a running job is shown; the default shows nothing (a script, a notebook).
+
+    ``ingesting()`` and ``loading_metrics()`` are context managers yielding a
+    progress callback (``(done, total)`` bytes; ``(done, total, what)``) or None;
+    ``ingested(report)`` shows what the ingest skipped or quarantined; ``warn(text)``
+    shows a metrics load's warning (text from the logs: the view escapes it).
+    """
+
+    ingesting: Callable[[], AbstractContextManager] = _no_progress
+    loading_metrics: Callable[[], AbstractContextManager] = _no_progress
+    ingested: Callable[[IngestReport], None] = field(default=lambda report: None)
+    warn: Callable[[str], None] = field(default=lambda text: None)
+
+
+def run_main_job(opts: RunOptions, view: JobView = JobView()) -> tuple[dict, IngestReport]:
+    """Ingest ``opts.files`` into ``opts.db``, load metrics, classify every turn; (summary, ingest report).
+
+    Every option is checked before any work (a bad one, or a missing input,
+    creates no database). ``opts.wedge_window`` is for this run only unless
+    ``opts.save_wedge_window`` (see :mod:`analyzer.store.holdings`).
+
+    Raises:
+        AnalyzerError: a bad option (usage); InputError: every input skipped.
+    """
+    since_dt, until_dt = parse_range(opts.since, opts.until)
+    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    if opts.caller_deadline_s is not None:
+        try:
+            check_caller_deadline(opts.caller_deadline_s)
+        except ValueError as exc:
+            raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+    deadline_s = parse_duration(opts.prometheus_timeout, "--prometheus-timeout")
+    if opts.prometheus_selector:
+        if not opts.prometheus:
+            raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
+        parse_selector(opts.prometheus_selector)
+    if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
+        check_metric_paths(list(opts.metrics))
+    sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
+    # Beside small logs the metric files are read (into a scratch database) from
+    # now on, while the database opens and the logs are ingested; the metrics' load
+    # takes what was read. Abandoned on the way out whatever happened (a failed
+    # connect or ingest, Ctrl-C): nothing once the load took it.
+    ahead = StagingAhead(list(opts.metrics)) if worth_staging_ahead(list(opts.metrics), sources.files) else None
+    try:
+        con = connect_writer(opts.db)
+        try:
+            return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
+                        deadline_s=deadline_s, view=view, ahead=ahead)
+        finally:
+            con.close()
+    finally:
+        if ahead is not None:
+            ahead.abandon()
+
+
+def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s, view: JobView,
+         ahead: StagingAhead | None) -> tuple[dict, IngestReport]:
+    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report).
+
+    ``since_dt``/``until_dt``, ``requested_w`` and ``deadline_s`` are ``opts``'
+    values already checked; ``ahead``: the ``--metrics`` files being read since the
+    run began, for the metrics' load (the caller abandons it on the way out).
+    """
+    before = holdings(con)
+    stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
+    with view.ingesting() as progress:
+        report = ingest(con, sources, strict=opts.strict, progress=progress)
+    view.ingested(report)
+    _fail_when_nothing_was_read(report)
+    metrics = list(opts.metrics) + report.metric_files  # with Prometheus exports passed among the logs
+    with view.loading_metrics() as mprogress:
+        metric_loads = load_run_metrics(con, report, metrics, opts.prometheus, list(opts.model_map), stored_w,
+                                        since_dt, until_dt, force=opts.save_wedge_window,
+                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress,
+                                        ahead=ahead)
+    for load in metric_loads:
+        for warning in load.warnings:
+            view.warn(warning)
+    classified = refresh_turns(con, caller_deadline_s=opts.caller_deadline_s)
+    # Every file known and unchanged (none read), no metrics loaded, no windows
+    # stored: what the database holds is what it held before the run.
+    unchanged = report.files_unchanged == report.files_seen and not metric_loads and not opts.save_wedge_window
+    summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+                               one_off_wedge_s=one_off_w, database=before if unchanged else None,
+                               records_signature=classified.records_signature)
+    summary["ingest"] = report.to_dict()
+    summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
+    summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
+    return summary, report
+
+
+def _fail_when_nothing_was_read(report: IngestReport) -> None:
+    """A run whose every input was skipped is an error.
+
+    A run that read some files and skipped others succeeds (exit 0): a cron job
+    should not fail every night over a stray file in the log folder, and the
+    skipped files are listed in the summary and kept in ``skipped_files``.
+    ``--strict`` makes such a run exit 8 after committing the good files.
+    """
+    read = report.files_ingested + report.files_unchanged + report.files_resumed + len(report.metric_files)
+    if report.skipped_files and not read:
+        first = report.skipped_files[0]
+        more = f" (and {len(report.skipped_files) - 1} more)" if len(report.skipped_files) > 1 else ""
+        raise InputError(f"{terminal_text(first['path'])}: {terminal_text(first['reason'])}{more}; nothing was ingested")
+
+
+def summary_of_database(opts: RunOptions) -> dict:
+    """``analyze --db X`` with nothing to read: the summary of what the database holds, with the filters.
+
+    With ``opts.save_wedge_window`` the pod windows are recomputed and stored first.
+
+    Raises:
+        AnalyzerError: (usage) no database there, or one with no records.
+    """
+    since_dt, until_dt = parse_range(opts.since, opts.until)
+    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    target = Path(opts.db) if opts.db is not None else default_db_path()
+    if not target.exists():
+        raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
+                            f"data: there is no database at {target}", ExitCode.USAGE)
+    con = connect_writer(target)
+    try:
+        if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
+            raise AnalyzerError(f"the database {target} holds no records: give log files to ingest "
+                                "(analyze FILES... --db ...)", ExitCode.USAGE)
+        stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
+        if opts.save_wedge_window and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
+            recompute_windows(con, stored_w)
+            store_wedge_window(con, stored_w)
+        classified = refresh_turns(con)
+        return summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
+                                one_off_wedge_s=one_off_w, records_signature=classified.records_signature)
+    finally:
+        con.close()
 
 
 def summarize_stored(con, *, model_patterns, since, until, one_off_wedge_s: float | None,

@@ -17,6 +17,7 @@ import pytest
 import analyzer.ingestion.metrics_ahead as ahead_module
 from analyzer.cli import run as run_command
 from analyzer.core.errors import InputError
+from analyzer.jobs import main_job
 from analyzer.jobs.main_job import RunOptions
 from analyzer.io.sources import SourceFile
 from tests.e2e.test_metrics_cli import write_week
@@ -78,11 +79,11 @@ def test_reading_ahead_gives_what_reading_after_gives(tmp_path, monkeypatch, cap
 
     monkeypatch.setattr(ahead_module, "StagingAhead", Counted)
 
-    monkeypatch.setattr(run_command, "StagingAhead", Counted)  # as run.py imported it
+    monkeypatch.setattr(main_job, "StagingAhead", Counted)  # as main_job imported it
     ahead = _run(logs, files, tmp_path / "ahead.duckdb", capsys)
     assert started == [[str(f) for f in files]]  # small logs: read ahead
     monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
-    monkeypatch.setattr(run_command, "worth_staging_ahead", lambda *a: False)  # as run.py imported it
+    monkeypatch.setattr(main_job, "worth_staging_ahead", lambda *a: False)  # as main_job imported it
     after = _run(logs, files, tmp_path / "after.duckdb", capsys)
     assert len(started) == 1
     assert _stable(ahead) == _stable(after)
@@ -217,7 +218,7 @@ def test_metric_files_among_the_logs_join_what_was_read_ahead(tmp_path, monkeypa
     for name, ahead in (("ahead", True), ("after", False)):
         if not ahead:
             monkeypatch.setattr(ahead_module, "worth_staging_ahead", lambda *a: False)
-            monkeypatch.setattr(run_command, "worth_staging_ahead", lambda *a: False)  # as run.py imported it
+            monkeypatch.setattr(main_job, "worth_staging_ahead", lambda *a: False)  # as main_job imported it
         runs[name] = _run(logs, files[:2], tmp_path / f"{name}.duckdb", capsys)
     assert _stable(runs["ahead"]) == _stable(runs["after"])
     assert [len(m["sources"]) for m in runs["ahead"]["metrics"]["loads"]] == [3]
