@@ -22,7 +22,7 @@ from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows
 from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
 from analyzer.store.db import connect, connect_writer
-from analyzer.store.lake import open_lake, read_manifest
+from analyzer.store.lake import check_lake_path, open_lake, read_manifest
 
 #: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
 ENGINES = ("duckdb", "spark")
@@ -94,7 +94,7 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
         return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
 
     if lake is not None:
-        # As read-only as a database: only the lake's folder may be read, nothing written.
+        # As read-only as a database: only the lake's folder reachable, and (check_read_only) one reading statement.
         con = open_lake(lake, settings=READ_ONLY_SETTINGS)
     else:
         con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
@@ -126,8 +126,9 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
     except ImportError as exc:
         raise AnalyzerError(f"--engine spark needs pyspark and sqlglot: pip install 'analyzer[spark]' ({exc})",
                             ExitCode.USAGE, param="engine") from exc
+    check_lake_path(lake)  # a wrong lake is said before a JVM starts
     if "://" not in str(lake):
-        read_manifest(lake)  # a wrong folder is said before a JVM starts
+        read_manifest(lake)
     try:
         needs = relations_read(to_spark_sql(query))
     except UnsupportedConstruct as exc:

@@ -40,7 +40,8 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import iso_utc
 from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
-from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, read_manifest
+from analyzer.store.db import MIGRATIONS
+from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, check_lake_path, read_manifest
 
 #: Bookkeeping that answers no question: left out of the lake. (``_migrations`` goes in:
 #: which schema made the data is part of what the lake says, and the report shows it.)
@@ -141,15 +142,33 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: str, dest: Path, compres
 
 
 def _manifest_of(out: Path) -> dict | None:
-    """The lake manifest in ``out``, of any schema (a re-export replaces an older lake), or None.
+    """The lake manifest in ``out`` (of any schema: a re-export replaces an older lake), or None if there is none.
 
     Its relation names are checked plain names: they are the folders a re-export
-    removes, so a manifest naming ``../elsewhere`` is no manifest, and the folder is refused.
+    removes, so a manifest naming ``../elsewhere`` is refused, and the folder kept.
+
+    Raises:
+        AnalyzerError: (``param="out_dir"``) a manifest there that this analyzer will not replace.
     """
+    if not (out / MANIFEST).exists():
+        return None
     try:
         return read_manifest(out, any_schema=True)
-    except AnalyzerError:
-        return None
+    except AnalyzerError as exc:
+        raise AnalyzerError(f"out_dir {out}: holds a {MANIFEST} this analyzer will not replace ({exc}); "
+                            "give a new or empty folder", ExitCode.USAGE, param="out_dir") from exc
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse a database not yet migrated to this analyzer's schema: its lake could not be read.
+
+    Export opens the database read-only, so it cannot migrate it; any command
+    that writes does (``analyze --db X``).
+    """
+    schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
+    if schema != MIGRATIONS[-1][0]:
+        raise AnalyzerError(f"the database is of schema {schema!r}, this analyzer's is {MIGRATIONS[-1][0]!r}: "
+                            "run `analyze --db DB` once to upgrade it, then export", ExitCode.USAGE, param="db")
 
 
 def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compression: str = "zstd") -> LakeReport:
@@ -159,9 +178,12 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
     relations the database no longer has. Returns a :class:`LakeReport`.
 
     Raises:
-        AnalyzerError: ``out_dir`` is a file, or a folder with other content
-            (``param="out_dir"``); the database holds no records; a write failed.
+        AnalyzerError: ``out_dir`` is a file, a folder with other content or an
+            unreplaceable manifest, or has a pattern character in its path
+            (``param="out_dir"``); the database is of an older schema; a write failed.
     """
+    check_lake_path(out_dir, "out_dir")
+    _check_schema(con)
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
@@ -181,7 +203,7 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
             rows, entries[table] = _write_table(con, table, staging / table, compression)
             report.tables[table] = rows
         first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
-        schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
+        schema = MIGRATIONS[-1][0]  # the database's: _check_schema made sure
         for table in tables:
             dest = out / table
             swap_in(staging / table, dest)

@@ -29,9 +29,26 @@ FORMAT = "analyzer-lake"
 FORMAT_VERSION = 1
 #: The hive partition column of the partitioned relations (not one of their columns).
 PARTITION = "day"
-#: What a relation or column name in a manifest may be: a manifest is a file anyone could
-#: have edited, and its names become folder names and quoted SQL identifiers.
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+#: What a relation or column name in a manifest may be (whole: no trailing newline): a
+#: manifest is a file anyone could have edited, and its names become folder names and
+#: quoted SQL identifiers.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+#: Characters DuckDB and Spark read as a pattern in a path, even in a list of files: a
+#: lake folder named with one would read a look-alike sibling's files.
+PATTERN_CHARS = frozenset("*?[]{}")
+
+
+def check_lake_path(lake: str | Path, param: str = "lake") -> None:
+    """Refuse a lake path with a pattern character in it (``*?[]{}``).
+
+    Raises:
+        AnalyzerError: (usage) the path has one; the message says to rename the folder.
+    """
+    found = sorted(PATTERN_CHARS & set(str(lake)))
+    if found:
+        raise AnalyzerError(f"{param} {lake}: {' '.join(found)} in a lake's path is read as a pattern by DuckDB "
+                            "and Spark (the files of a look-alike folder would be read too); "
+                            "use a folder without them", ExitCode.USAGE, param=param)
 
 
 def check_manifest(doc: object, where: str, *, any_schema: bool = False) -> dict:
@@ -57,12 +74,13 @@ def check_manifest(doc: object, where: str, *, any_schema: bool = False) -> dict
     if not isinstance(tables, dict) or not tables:
         raise bad(f"{MANIFEST} lists no relations")
     for table, entry in tables.items():
-        if not NAME.match(str(table)):
+        if not NAME.fullmatch(str(table)):
             raise bad(f"{MANIFEST} names a relation {table!r}: not a plain name")
         columns = entry.get("columns") if isinstance(entry, dict) else None
         if not isinstance(columns, list) or not all(
-                isinstance(c, list) and c and isinstance(c[0], str) and NAME.match(c[0]) for c in columns):
-            raise bad(f"{MANIFEST}: relation {table} has a column that is not a plain name")
+                isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c) and NAME.fullmatch(c[0])
+                for c in columns):
+            raise bad(f"{MANIFEST}: relation {table} has a column that is not a plain [name, type] pair")
     schema = MIGRATIONS[-1][0]
     if not any_schema and doc.get("schema") != schema:
         raise bad(f"exported from a database of schema {doc.get('schema')!r}, this analyzer reads {schema!r}: "
@@ -100,14 +118,16 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
     """An in-memory DuckDB connection reading the lake at ``lake_dir``, with the catalog's views.
 
     ``settings``: DuckDB settings applied with ``SET`` once the views exist, in order,
-    after the lake's folder is made the only one the connection may read
+    after the lake's folder is made the only one the connection may reach
     (``analyze sql`` passes its read-only settings: no other file, no network,
-    the configuration locked).
+    the configuration locked; that nothing is written there is its statement
+    check's, :func:`analyzer.questions.sqlrun.check_read_only`).
 
     Raises:
-        AnalyzerError: no lake there, a newer format or another schema, odd names in
-            the manifest, or a relation whose files are missing.
+        AnalyzerError: no lake there, a pattern character in its path, a newer format or
+            another schema, odd names in the manifest, or a relation whose files are missing.
     """
+    check_lake_path(lake_dir)
     doc = read_manifest(lake_dir)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
@@ -122,7 +142,7 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
                 raise AnalyzerError(f"lake {lake_dir}: relation {table} has no Parquet files", ExitCode.USAGE,
                                     param="lake")
             try:
-                # The glob goes as a value, never into SQL text; the names come from the manifest, quoted.
+                # The files go as values, never into SQL text; the names come from the manifest, checked and quoted.
                 con.read_parquet(files, hive_partitioning=False).project(columns).create_view(table)
             except duckdb.Error as exc:
                 raise AnalyzerError(f"lake {lake_dir}: relation {table} cannot be read: "

@@ -86,19 +86,27 @@ def test_spark_needs_a_lake_and_a_known_engine(lake):
         run_sql(QUESTION, lake=lake_dir, write=True, out=io.StringIO(), err=io.StringIO())
 
 
-def test_spark_says_a_wrong_lake_before_starting(lake, tmp_path):
-    _, lake_dir = lake
+def test_spark_says_a_wrong_lake_before_starting(lake, tmp_path, monkeypatch):
+    import analyzer.questions.spark as spark_module
+
+    def no_jvm(*args, **kwargs):
+        raise AssertionError("a Spark session was started for a lake that cannot be read")
+
+    monkeypatch.setattr(spark_module, "local_session", no_jvm)
     (tmp_path / "_manifest.json").write_text('{"format": "something-else"}')
-    p = analyze("sql", QUESTION, "--engine", "spark", "--lake", str(tmp_path))
-    assert p.returncode == 2 and "not an analyzer lake" in p.stderr
-    assert not (Path.cwd() / "spark-warehouse").exists()  # the Spark runs above left no folder here
+    with pytest.raises(AnalyzerError, match="not an analyzer lake"):
+        run_sql(QUESTION, engine="spark", lake=tmp_path, out=io.StringIO(), err=io.StringIO())
+    with pytest.raises(AnalyzerError, match="read as a pattern"):
+        run_sql(QUESTION, engine="spark", lake=str(tmp_path / "lake*"), out=io.StringIO(), err=io.StringIO())
 
 
-def test_spark_rows_into_a_closed_pipe_end_quietly(lake):
+def test_spark_rows_into_a_closed_pipe_end_quietly(lake, tmp_path):
     _needs_spark()
     _, lake_dir = lake
     cmd = (f"{sys.executable} -m analyzer.cli.app sql 'SELECT * FROM range(200000)' "
            f"--engine spark --lake '{lake_dir}' | head -1")
-    p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True)
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert p.returncode == 0 and len(p.stdout.splitlines()) == 1, p.stderr[-2000:]
     assert "Traceback" not in p.stderr and "error" not in p.stderr.lower(), p.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []  # Spark's warehouse folder went to the temp dir, not here

@@ -49,6 +49,7 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     ``spark.sql.timestampType = TIMESTAMP_NTZ`` makes ``CAST(x AS TIMESTAMP)`` mean
     what it means in DuckDB (the lake's times are UTC times without a zone).
     """
+    import getpass
     import tempfile
 
     from pyspark.sql import SparkSession
@@ -58,7 +59,8 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
         .appName(app_name)
         # Only temp views are made, but Spark creates its warehouse folder anyway: in the
         # temp folder, not as ./spark-warehouse wherever `analyze sql` ran.
-        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "analyzer-spark-warehouse"))
+        .config("spark.sql.warehouse.dir",
+                str(Path(tempfile.gettempdir()) / f"analyzer-spark-warehouse-{getpass.getuser()}"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "1")

@@ -23,7 +23,7 @@ from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
 from analyzer.store.asking import resolve
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.store.lake import MANIFEST, check_manifest, read_manifest
+from analyzer.store.lake import MANIFEST, check_lake_path, check_manifest, read_manifest
 
 #: The prefix of the lake's own copies of the materialized tables.
 LAKE_COPY = "lake_"
@@ -41,10 +41,12 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
     the catalog relations those read, directly or through others. Returns ``{name: "lake" | "view" | "table"}``.
 
     Raises:
-        AnalyzerError: no lake manifest there, another schema, or names in it that are
+        AnalyzerError: a pattern character in the path, no lake manifest there (or
+            one that cannot be read), another schema, or names in it that are
             not plain names (:func:`analyzer.store.lake.check_manifest`).
     """
     lake = str(lake_dir)
+    check_lake_path(lake)  # Hadoop reads * ? [ ] { } in a path as a pattern, as DuckDB does
     local = "://" not in lake
     doc = read_manifest(lake) if local else _remote_manifest(spark, lake)
     made: dict[str, str] = {}
@@ -86,8 +88,9 @@ def _remote_manifest(spark, lake: str) -> dict:
     try:
         text = "\n".join(r.value for r in spark.read.text(where, wholetext=True).collect())
         doc = json.loads(text)
-    except ValueError as exc:
-        raise AnalyzerError(f"lake {lake}: cannot read {MANIFEST}: {exc}", ExitCode.USAGE, param="lake") from exc
+    except Exception as exc:  # not there, not readable (Spark's own errors), not JSON
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise AnalyzerError(f"lake {lake}: cannot read {MANIFEST}: {first}", ExitCode.USAGE, param="lake") from exc
     # The names become view names and quoted columns: checked as for a local lake.
     return check_manifest(doc, lake)
 

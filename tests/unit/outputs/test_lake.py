@@ -198,8 +198,14 @@ def test_a_manifest_naming_a_path_or_a_quoted_column_is_refused(lake, tmp_path):
     with pytest.raises(AnalyzerError, match="not a plain name"):
         open_lake(outside)
     quoted = _edited(lake, tmp_path / "quoted", lambda d: d["tables"]["records"]["columns"].append(['x" , 1 --', "VARCHAR"]))
-    with pytest.raises(AnalyzerError, match="column that is not a plain name"):
+    with pytest.raises(AnalyzerError, match="column that is not a plain"):
         open_lake(quoted)
+    newline = _edited(lake, tmp_path / "newline", lambda d: d["tables"].update({"records\n": d["tables"]["records"]}))
+    with pytest.raises(AnalyzerError, match="not a plain name"):
+        open_lake(newline)
+    short = _edited(lake, tmp_path / "short", lambda d: d["tables"]["records"]["columns"].append(["x"]))
+    with pytest.raises(AnalyzerError, match="column that is not a plain"):
+        open_lake(short)
 
 
 def test_re_export_over_a_manifest_naming_a_path_removes_nothing_outside(week, tmp_path):
@@ -213,7 +219,7 @@ def test_re_export_over_a_manifest_naming_a_path_removes_nothing_outside(week, t
         doc = json.loads((out / MANIFEST).read_text())
         doc["tables"]["../victim"] = {"rows": 0, "columns": [], "partition": None}
         (out / MANIFEST).write_text(json.dumps(doc))
-        with pytest.raises(AnalyzerError, match="not a lake"):  # an edited manifest is no lake's
+        with pytest.raises(AnalyzerError, match="will not replace .*not a plain name"):
             export_lake(con, out)
     finally:
         con.close()
@@ -244,15 +250,38 @@ def test_sql_takes_a_lake_or_a_database_not_both(week, lake):
     assert p.returncode == 2 and "--engine spark" in p.stderr
 
 
-def test_a_lake_in_a_folder_named_like_a_pattern_reads(lake, tmp_path):
-    odd = tmp_path / "lake [week*]"
+def test_a_lake_path_read_as_a_pattern_is_refused_not_misread(week, lake, tmp_path):
+    # `lake*` would also match the look-alike `lake-old`, `lake[s]` the folder `lakes`
     import shutil
 
-    shutil.copytree(lake, odd)
-    a, b = open_lake(lake), open_lake(odd)
-    try:
-        assert a.execute("SELECT count(*) FROM records").fetchall() == b.execute(
-            "SELECT count(*) FROM records").fetchall()
-    finally:
-        a.close()
-        b.close()
+    shutil.copytree(lake, tmp_path / "lake-old")
+    shutil.copytree(lake, tmp_path / "lakes")
+    for odd in ("lake*", "lake[s]", "lake?old", "lake{s}"):
+        shutil.copytree(lake, tmp_path / odd)
+        with pytest.raises(AnalyzerError, match="read as a pattern"):
+            open_lake(tmp_path / odd)
+    p = analyze("report", "--lake", str(tmp_path / "lake*"), "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 2 and "pattern" in p.stderr and not (tmp_path / "r.html").exists()
+    p = analyze("export", "--lake", str(tmp_path / "new[1]"), "--db", str(week))
+    assert p.returncode == 2 and "--lake" in p.stderr and "pattern" in p.stderr
+    assert not (tmp_path / "new[1]").exists()
+
+
+def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path):
+    import shutil
+
+    old = tmp_path / "old.duckdb"
+    shutil.copy(week, old)
+    con = duckdb.connect(str(old))
+    newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
+    assert newest == "009_ingest_guards"  # undone below as if the database were made before it
+    con.execute("DELETE FROM _migrations WHERE name = ?", [newest])
+    con.execute("ALTER TABLE source_files DROP COLUMN ctime")
+    con.close()
+    p = analyze("export", "--lake", str(tmp_path / "lake"), "--db", str(old))
+    assert p.returncode == 2 and "analyze --db" in p.stderr and not (tmp_path / "lake").exists(), p.stderr
+    # what the message says to do, then the export it refused: a lake this analyzer reads
+    assert analyze("--db", str(old), "--json").returncode == 0
+    p = analyze("export", "--lake", str(tmp_path / "lake"), "--db", str(old))
+    assert p.returncode == 0, p.stderr
+    open_lake(tmp_path / "lake").close()
