@@ -31,7 +31,7 @@ from ingest import ENTRY, MB, generated_week, measure, week_parser  # noqa: E402
 # Deterministic windows (DuckDB's hash of the window's number) spread over the
 # records' first week, cycling over the week's models and both kinds.
 _WINDOWS = """
-INSERT INTO pod_windows
+INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail)
 SELECT 'bench-' || (i % 3), m.model, CASE WHEN i % 2 = 0 THEN 'wedged' ELSE 'down' END,
        lo + to_seconds(CAST(hash(i) % 600000 AS BIGINT)),
        lo + to_seconds(CAST(hash(i) % 600000 AS BIGINT) + CAST(hash(i * 7) % 200000 AS BIGINT)),

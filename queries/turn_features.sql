@@ -11,6 +11,10 @@
 -- session. Ladder records: the features of the original attempt (ladder.attempts[0]).
 -- Content that is only whitespace is no content (records.content_blank, set at
 -- ingestion from analyzer.online.BLANK_CHARS: a test checks the two agree); a
+-- reasoning text is one with a visible character (records.reasoning_blank); a
+-- content carrying a think block that was not split out, or an answer the proxy
+-- says it repaired, leaked its reasoning (records.content_leak, from
+-- analyzer.online.has_leaked_think_block); a
 -- response with no error and no has_* fields is a 200 with no usable answer;
 -- `late` compares the latency with the caller deadline in `settings`.
 -- req and resp are read three and four times: NOT MATERIALIZED scans `records`
@@ -29,7 +33,13 @@ resp AS NOT MATERIALIZED (
         -- the proxy cuts reasoning_content at 4,000 characters (LOG_REASONING_MAX):
         -- a length at the cap is not the true length
         CASE WHEN reasoning_chars = 4000 THEN NULL ELSE reasoning_chars END AS reasoning_chars),
-        coalesce(reasoning_chars = 4000, false) AS reasoning_cut
+        coalesce(reasoning_chars = 4000, false) AS reasoning_cut,
+        coalesce(NOT reasoning_blank, has_reasoning) AS has_reasoning_text,
+        -- the whole reasoning text was logged (a full copy) and stops short of the
+        -- cap, or it is at the cap; unknown for a stdout copy cut to 200 characters
+        CASE WHEN reasoning_chars = 4000 THEN true
+             WHEN NOT truncated AND reasoning_chars IS NOT NULL THEN false END AS reasoning_at_cap,
+        content_leak OR coalesce(reasoning_repaired, false) AS reasoning_leaked
     FROM records WHERE type = 'response'
 ),
 matched AS (
@@ -53,7 +63,8 @@ paired AS (
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history AS logged_tool_history,
            p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated AS response_truncated,
-           p.reasoning_tokens, p.reasoning_cut,
+           p.reasoning_tokens, p.reasoning_cut, p.has_reasoning_text, p.reasoning_at_cap, p.reasoning_leaked,
+           p.reasoning_repaired,
            coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
     FROM req q
     LEFT JOIN matched m
@@ -72,7 +83,8 @@ orphans AS (
            p.log_fields_version, p.upstream_status, p.finish_reason, p.max_tokens,
            p.thinking_token_budget, p.tool_history,
            p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated,
-           p.reasoning_tokens, p.reasoning_cut,
+           p.reasoning_tokens, p.reasoning_cut, p.has_reasoning_text, p.reasoning_at_cap, p.reasoning_leaked,
+           p.reasoning_repaired,
            p.proxy_pod
     FROM resp p
     WHERE NOT EXISTS (
@@ -150,6 +162,14 @@ SELECT
               AND has_reasoning IS NULL THEN true END AS no_answer,
     -- slower than the caller's deadline (analyzer.online.is_late)
     latency_ms > 1000 * (SELECT CAST(value AS DOUBLE) FROM settings WHERE name = 'caller_deadline_s') AS late,
+    -- a ladder record's original answer says these itself (log_fields 4; unknown in older ones)
+    CASE WHEN first_attempt IS NOT NULL THEN CAST(first_attempt ->> 'has_reasoning_text' AS BOOLEAN)
+         ELSE has_reasoning_text END AS has_reasoning_text,
+    CASE WHEN first_attempt IS NOT NULL
+         THEN coalesce(CAST(first_attempt ->> 'reasoning_leaked' AS BOOLEAN), reasoning_leaked)
+         ELSE reasoning_leaked END AS reasoning_leaked,
+    CASE WHEN first_attempt IS NULL THEN reasoning_at_cap END AS reasoning_at_cap,
+    coalesce(reasoning_repaired, false) AS reasoning_repaired,
     -- which features were reconstructed rather than logged, as decide() expects
     concat_ws(',',
         CASE WHEN log_fields_version IS NULL AND error IS NOT NULL AND parsed_status IS NOT NULL

@@ -42,6 +42,9 @@ WITH labelled AS NOT MATERIALIZED (
       AND l.inferred IS NOT DISTINCT FROM f.inferred
       AND l.no_answer IS NOT DISTINCT FROM f.no_answer
       AND l.late IS NOT DISTINCT FROM f.late
+      AND l.has_reasoning_text IS NOT DISTINCT FROM f.has_reasoning_text
+      AND l.reasoning_leaked IS NOT DISTINCT FROM f.reasoning_leaked
+      AND l.reasoning_at_cap IS NOT DISTINCT FROM f.reasoning_at_cap
     LEFT JOIN class_labels c
       ON f.has_log_fields AND c.incident_class = f.logged_class AND c.tool_history = coalesce(f.tool_history, false)
     LEFT JOIN model_map m ON m.log_model = f.model
@@ -60,8 +63,9 @@ window_days AS (
     -- per window kind made DuckDB copy every wide turn row into a buffer to join
     -- them back: measured on a week, 0.9 of the statement's 1.7 s, and 320 MB
     -- spilled, with no window at all.)
-    SELECT model_name, day, list({'kind': kind, 'start_ts': start_ts, 'end_ts': end_ts}) AS windows
-    FROM (SELECT model_name, kind, start_ts, end_ts,
+    SELECT model_name, day,
+           list({'kind': kind, 'start_ts': start_ts, 'end_ts': end_ts, 'inferred': inferred}) AS windows
+    FROM (SELECT model_name, kind, start_ts, end_ts, coalesce(inferred, false) AS inferred,
                  unnest(generate_series(CAST(start_ts AS DATE), CAST(end_ts AS DATE), INTERVAL 1 DAY))::DATE AS day
           FROM pod_windows)
     GROUP BY model_name, day
@@ -71,7 +75,13 @@ windowed AS (
            coalesce(list_bool_or(list_transform(d.windows, lambda w:
                w.kind = 'wedged' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false) AS in_wedged_window,
            coalesce(list_bool_or(list_transform(d.windows, lambda w:
-               w.kind = 'down' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false) AS in_down_window
+               w.kind = 'down' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false) AS in_down_window,
+           -- inside wedged windows only the logs infer (frozen gauges), none the metrics show
+           coalesce(list_bool_or(list_transform(d.windows, lambda w:
+               w.kind = 'wedged' AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false)
+           AND NOT coalesce(list_bool_or(list_transform(d.windows, lambda w:
+               w.kind = 'wedged' AND NOT w.inferred AND t.window_ts BETWEEN w.start_ts AND w.end_ts)), false)
+               AS wedge_inferred
     FROM labelled t
     LEFT JOIN window_days d ON d.model_name = t.metric_model AND d.day = CAST(t.window_ts AS DATE)
 )
@@ -86,7 +96,11 @@ SELECT
         WHEN upstream_failure AND in_wedged_window THEN 'wedged-pod'
         ELSE base_class
     END AS incident_class,
-    CASE WHEN NOT answered THEN 'logged' ELSE decision_evidence END AS evidence,
+    CASE WHEN NOT answered THEN 'logged'
+         -- a wedge the logs infer (the gauges read 0) is inferred evidence, never silently ok
+         WHEN upstream_failure AND in_wedged_window AND wedge_inferred
+              AND NOT (in_down_window AND base_class IN ('connection-error', 'connect-timeout')) THEN 'inferred'
+         ELSE decision_evidence END AS evidence,
     rule_class,
     class_source,
     coalesce(class_disagrees, false) AS class_disagrees,
@@ -100,6 +114,7 @@ SELECT
     in_down_window,
     enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,
     inferred, prompt_md5, has_messages, content_chars, reasoning_chars, reasoning_cut, reasoning_tokens, late,
+    has_reasoning_text, reasoning_leaked, reasoning_repaired,
     tool_call_count,
     cached_tokens, thinking_token_budget, truncated, has_log_fields, logged_class, ladder, ladder_armed,
     metric_model,

@@ -30,7 +30,8 @@ from analyzer.store.db import CLASSIFY_MEMORY_LIMIT, memory_bound, transaction
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
-    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "no_answer", "late", "inferred",
+    "has_reasoning", "completion_tokens", "max_tokens", "error_kind", "no_answer", "late",
+    "has_reasoning_text", "reasoning_leaked", "reasoning_at_cap", "inferred",
 )
 
 #: The `settings` row the `late` feature of queries/turn_features.sql reads.

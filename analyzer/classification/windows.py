@@ -89,6 +89,18 @@ from typing import Callable
 import duckdb
 
 from analyzer.classification.evidence import corroborate
+from analyzer.online import parse_error
+from analyzer.online.classify import (
+    ERROR_BAD_BODY,
+    ERROR_CANCELLED,
+    ERROR_CONNECT,
+    ERROR_CONNECT_TIMEOUT,
+    ERROR_HEAD_CHARS,
+    ERROR_HTTP,
+    ERROR_OTHER,
+    ERROR_RESET,
+    ERROR_TIMEOUT,
+)
 from analyzer.core.durations import US, parse_duration, us_to_datetime, us_to_iso
 from analyzer.io.metric_samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from analyzer.store.asking import ask
@@ -119,6 +131,8 @@ class Window:
     start_us: int
     end_us: int
     detail: str
+    #: a wedge the logs infer because the pod's gauges read 0 (frozen gauges), not one the metrics show
+    inferred: bool = False
 
 
 @dataclass
@@ -309,6 +323,36 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
     return {k[0]: v[0] for k, v in found.items()}
 
 
+#: Error kinds of a logged failure that a wedged pod explains: the request hung or
+#: the upstream failed (analyzer.online.parse_error's kinds; an HTTP error only at 5xx).
+_HANGING_KINDS = frozenset({ERROR_TIMEOUT, ERROR_CONNECT, ERROR_CONNECT_TIMEOUT, ERROR_RESET, ERROR_CANCELLED,
+                            ERROR_BAD_BODY, ERROR_OTHER})
+
+
+def _load_failing_requests(con, models: list[str]) -> dict[str, list[int]]:
+    """{metric model_name: sorted arrival instants of logged requests that failed or hung}.
+
+    A failed response's request arrived ``latency_ms`` before it was logged. Which
+    errors count is :func:`analyzer.online.parse_error`'s reading of each distinct
+    error head (a 5xx, a timeout, a reset, the caller giving up), never a 4xx.
+    """
+    if not models:
+        return {}
+    rows = con.execute(f"""
+        SELECT coalesce(m.model_name, r.model), r.provider, left(r.error, {ERROR_HEAD_CHARS}),
+               list(epoch_us(r.ts) - coalesce(r.latency_ms, 0) * 1000)
+        FROM records r LEFT JOIN model_map m ON m.log_model = r.model
+        WHERE r.type = 'response' AND r.error IS NOT NULL
+          AND list_contains($models, coalesce(m.model_name, r.model))
+        GROUP BY ALL""", {"models": models}).fetchall()
+    out: dict[str, list[int]] = defaultdict(list)
+    for model, provider, head, instants in rows:
+        kind, status = parse_error(head, provider)
+        if kind in _HANGING_KINDS or (kind == ERROR_HTTP and status is not None and status >= 500):
+            out[model] += instants
+    return {m: sorted(ts) for m, ts in out.items()}
+
+
 def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
     """{metric model_name: sorted instants of logged requests}, through model_map."""
     if not models:
@@ -467,6 +511,40 @@ def _wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], log_demand: l
     return out
 
 
+def _frozen_gauge_wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], failing: list[int],
+                         w_us: int) -> list[Window]:
+    """Suspected wedges of a unit whose gauges read 0 while its model's requests failed (frozen gauges).
+
+    The rule above trusts a pod's own gauges; in one captured wedge
+    ``vllm:num_requests_running`` read 0 because the hang came before the gauge
+    update (vllm-project/vllm PR #46811's incident data). So a flat run in which the
+    gauges report and never rise above 0, while logged requests to the model fail
+    or hang (``failing``: their arrival instants, as :func:`_log_demand` filters them)
+    in a spell lasting at least ``W``, is a wedge *inferred* from the logs.
+    """
+    out = []
+    for start, end, why in runs:
+        if end - start < w_us:
+            continue
+        hi = end if why in (_GAP, _END) else end - 1
+        if _first_in(gauge[0], start, hi) is None or _gauge_spells(gauge, start, hi, w_us):
+            continue  # no gauges (the rule above used the logs), or they showed demand
+        lasting = [first for first, last in _request_spells(failing, start + 1, hi, w_us) if last - first >= w_us]
+        if not lasting:
+            continue
+        detail = (f"suspected (inferred from the logs): generation counter flat while logged requests to "
+                  f"{unit[1]} failed or hung for at least {w_us / US:g}s from {us_to_iso(lasting[0])}, but the "
+                  f"pod's running/waiting gauges read 0 (frozen gauges: a hang before the gauge update); flat "
+                  f"since {us_to_iso(start)}; ends at {_REASONS[why]}")
+        out.append(Window(unit[0], unit[1], WEDGED, lasting[0], end, detail, inferred=True))
+    return out
+
+
+def _outside(instants: list[int], spans: list[tuple[int, int]]) -> list[int]:
+    """The sorted ``instants`` that no ``(start, end)`` span holds."""
+    return [t for t in instants if not any(a <= t <= b for a, b in spans)]
+
+
 def _log_demand(requests: list[int], other_increases: list[int], w_us: int) -> list[int]:
     """Logged requests that count as demand for this pod (see the module docstring)."""
     if not other_increases:
@@ -563,7 +641,7 @@ def _clip_wedges(windows: list[Window]) -> list[Window]:
         for ds, de in downs[(w.pod, w.model_name)]:
             # What is left of each piece before and after this down window (either may be empty).
             pieces = [p for s, e in pieces for p in ((s, min(e, ds)), (max(s, de), e)) if p[1] > p[0]]
-        out += [Window(w.pod, w.model_name, WEDGED, s, e, w.detail) for s, e in pieces]
+        out += [Window(w.pod, w.model_name, WEDGED, s, e, w.detail, w.inferred) for s, e in pieces]
     return out
 
 
@@ -579,9 +657,10 @@ def _merge(windows: list[Window]) -> list[Window]:
         last = out[-1] if out else None
         if last and (last.kind, last.model_name, last.pod) == (w.kind, w.model_name, w.pod) and w.start_us <= last.end_us:
             last.end_us = max(last.end_us, w.end_us)
+            last.inferred = last.inferred and w.inferred  # what the metrics show wins over inference
             absorbed[len(out) - 1] += 1
         else:
-            out.append(Window(w.pod, w.model_name, w.kind, w.start_us, w.end_us, w.detail))
+            out.append(Window(w.pod, w.model_name, w.kind, w.start_us, w.end_us, w.detail, w.inferred))
     for i, n in absorbed.items():
         out[i].detail += f" (merged with {n} adjacent window{'s' if n > 1 else ''})"
     return out
@@ -603,6 +682,7 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
     pod_models = _load_pod_models(con)
     models = sorted({m for ms in pod_models.values() for m in ms})
     requests = _load_requests(con, models)
+    failing = _load_failing_requests(con, models)
 
     if not counters:
         result.warnings.append(
@@ -654,6 +734,16 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
     for model, pods in multi.items():
         result.windows += _missing_targets(model, pods, presence, w_us)
 
+    # Frozen gauges, last: a failure another pod's wedged or down window explains is
+    # not evidence against this one (an idle sibling of a wedged pod is not wedged).
+    for unit, runs in runs_of.items():
+        pod, model = unit
+        explained = [(w.start_us, w.end_us) for w in result.windows
+                     if w.model_name == model and w.kind in (WEDGED, DOWN) and not w.inferred]
+        others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
+        suspects = _log_demand(_outside(failing.get(model, []), explained), others, w_us)
+        result.windows += _frozen_gauge_wedges(unit, runs, demand.get(unit, ([], [])), suspects, w_us)
+
     result.windows = _merge(_clip_wedges(result.windows))
     return result
 
@@ -680,9 +770,10 @@ def write_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = "5
                 [WEDGE_WINDOW_SETTING, repr(parse_duration(wedge_window, "--wedge-window"))])
     if result.windows:
         con.executemany(
-            "INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            [[w.pod, w.model_name, w.kind, us_to_datetime(w.start_us), us_to_datetime(w.end_us), w.detail]
-             for w in result.windows],
+            "INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail, inferred) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [[w.pod, w.model_name, w.kind, us_to_datetime(w.start_us), us_to_datetime(w.end_us), w.detail,
+              w.inferred] for w in result.windows],
         )
     return result
 

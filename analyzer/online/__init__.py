@@ -12,11 +12,15 @@ Entry points:
 - :func:`run_ladder` / :func:`arun_ladder` — the fallback ladder, sync and async, armed
   for the models in :data:`LADDER_MODELS` (GLM: :func:`is_glm`)
 - :func:`normalize_thinking`, :func:`validate_thinking_budget`, :func:`anthropic_stop_reason`
-  (client input they refuse raises :class:`ClientRequestError`, a ``ValueError``)
+  (client input they refuse raises :class:`ClientRequestError`, a ``ValueError``);
+  :func:`glm_template` says which GLM chat-template generation a served name runs
+- :func:`repair_leaked_answer` — a think block leaked into ``content`` split out
+  (the ladder does it for the models it is armed for)
 - :func:`log_fields` — the extra fields a proxy adds to its response record
 """
 
 from .classify import (
+    ANSWER_IN_REASONING,
     BLANK_CHARS,
     CLASSES,
     CONNECT_TIMEOUT,
@@ -32,6 +36,7 @@ from .classify import (
     NO_ANSWER_200,
     OK,
     POD_DOWN,
+    REASONING_LEAKED,
     TOOL_HISTORY_5XX,
     UNANSWERED,
     UPSTREAM_FAILURE_CLASSES,
@@ -59,6 +64,7 @@ from .ladder import (
     build_rung,
     forwardable_headers,
     ladder_trigger,
+    refusal_reason,
     rung_payloads,
     run_ladder,
 )
@@ -71,11 +77,15 @@ from .normalize import (
     anthropic_stop_reason,
     answer_capacity,
     normalize_thinking,
+    thinking_sent,
     validate_thinking_budget,
 )
+from .reasoning import THINK_CLOSE, THINK_OPEN, has_leaked_think_block, repair_leaked_answer, split_leaked_reasoning
+from .templates import GLM_TEMPLATES, ThinkingTemplate, glm_template, glm_version
 
 __all__ = [
     "ALL_RUNGS",
+    "ANSWER_IN_REASONING",
     "BLANK_CHARS",
     "CLASSES",
     "CONNECTION_ERROR",
@@ -84,6 +94,7 @@ __all__ = [
     "DEADLINE",
     "DEFAULT_CALLER_DEADLINE_S",
     "DEFAULT_RUNGS",
+    "GLM_TEMPLATES",
     "EMPTY_200_STOP",
     "ERROR_KINDS",
     "INFERRED",
@@ -98,8 +109,11 @@ __all__ = [
     "ORIGINAL",
     "OUTCOMES",
     "POD_DOWN",
+    "REASONING_LEAKED",
     "REFUSED_STATUSES",
     "THINKING_KEYS",
+    "THINK_CLOSE",
+    "THINK_OPEN",
     "TOOL_HISTORY_5XX",
     "UNANSWERED",
     "UPSTREAM_FAILURE_CLASSES",
@@ -110,6 +124,7 @@ __all__ = [
     "LadderResult",
     "RungUnavailable",
     "ThinkingBudgetError",
+    "ThinkingTemplate",
     "TurnFeatures",
     "answer_capacity",
     "answer_summary",
@@ -120,6 +135,9 @@ __all__ = [
     "decide",
     "features_from_exchange",
     "forwardable_headers",
+    "glm_template",
+    "glm_version",
+    "has_leaked_think_block",
     "has_tool_history",
     "is_blank",
     "is_glm",
@@ -129,7 +147,11 @@ __all__ = [
     "model_matches",
     "normalize_thinking",
     "parse_error",
+    "refusal_reason",
+    "repair_leaked_answer",
     "rung_payloads",
     "run_ladder",
+    "split_leaked_reasoning",
+    "thinking_sent",
     "validate_thinking_budget",
 ]

@@ -34,12 +34,15 @@ TOOL_CALL_STOP_MISMATCH = "tool-call-stop-mismatch"
 NO_ANSWER_200 = "no-answer-200"
 CONNECT_TIMEOUT = "connect-timeout"
 LATE_200 = "late-200"
+ANSWER_IN_REASONING = "answer-in-reasoning"
+REASONING_LEAKED = "reasoning-leaked"
 
 #: Every class, in the order reports list them (failures the ladder targets first).
 CLASSES: tuple[str, ...] = (
     OK,
     TOOL_HISTORY_5XX,
     EMPTY_200_STOP,
+    ANSWER_IN_REASONING,
     LENGTH_WITH_NO_CONTENT,
     WEDGED_POD,
     POD_DOWN,
@@ -51,6 +54,7 @@ CLASSES: tuple[str, ...] = (
     CLIENT_CANCELLED,
     UNANSWERED,
     TOOL_CALL_STOP_MISMATCH,
+    REASONING_LEAKED,
     NO_ANSWER_200,
     CONNECT_TIMEOUT,
     LATE_200,
@@ -164,7 +168,8 @@ class TurnFeatures:
         has_tool_calls: the answer emitted at least one tool call.
         tool_history: the prompt carries tool history anywhere in the transcript
             (a ``role: tool`` message or an assistant message with ``tool_calls``).
-        has_reasoning: the answer carried a reasoning trace.
+        has_reasoning: the answer carried a reasoning trace (its text, or reasoning
+            tokens in the usage).
         completion_tokens: completion tokens the provider reported.
         max_tokens: the completion cap the request asked for.
         error_kind: one of :data:`ERROR_KINDS` for a failed call, else None.
@@ -173,6 +178,15 @@ class TurnFeatures:
         late: the turn took longer than the caller's deadline (see
             :data:`DEFAULT_CALLER_DEADLINE_S`); only an otherwise-ok answer
             becomes ``late-200``.
+        has_reasoning_text: the answer carried a non-blank reasoning *text*
+            (``reasoning_content``): with no content, the answer may be in it
+            (``answer-in-reasoning``). Reasoning tokens alone do not count.
+        reasoning_leaked: the content carries a think block that was not split out
+            (:func:`analyzer.online.reasoning.has_leaked_think_block`).
+        reasoning_at_cap: the logged reasoning text stops at the log's cap (the
+            proxy's 4,000 characters), so it may be longer; False when the whole
+            trace was logged and is shorter; None when not known. Only legacy
+            records without a ``finish_reason`` need it (see :func:`decide`).
         evidence: ``"inferred"`` marks every field as reconstructed; use it when
             you cannot say which. Default ``"logged"``.
         inferred: names of the fields the caller reconstructed rather than read
@@ -193,6 +207,9 @@ class TurnFeatures:
     error_kind: str | None = None
     no_answer: bool | None = None
     late: bool | None = None
+    has_reasoning_text: bool | None = None
+    reasoning_leaked: bool | None = None
+    reasoning_at_cap: bool | None = None
     evidence: str = LOGGED
     inferred: tuple[str, ...] = ()
 
@@ -279,9 +296,13 @@ def decide(f: TurnFeatures) -> Decision:
             return done(LATE_200, "late", *consulted, guessed=guessed)
         return done(OK, *consulted, guessed=guessed)
 
+    if f.has_tool_calls and finish in _ENDED:
+        return done(TOOL_CALL_STOP_MISMATCH, "has_tool_calls", "finish_reason")
+    if f.reasoning_leaked:
+        # The user saw the scratchpad (thinking "off" sent to a template without an
+        # off switch: vllm-project/vllm#54744). Not ok, even with an answer after it.
+        return done(REASONING_LEAKED, "reasoning_leaked")
     if f.has_tool_calls:
-        if finish in _ENDED:
-            return done(TOOL_CALL_STOP_MISMATCH, "has_tool_calls", "finish_reason")
         return ok("has_tool_calls")
     if f.has_content:
         return ok("has_content")
@@ -291,6 +312,10 @@ def decide(f: TurnFeatures) -> Decision:
     if finish in _LENGTH:
         return done(LENGTH_WITH_NO_CONTENT, "has_content", "finish_reason")
     if finish is not None:
+        # Emptiness is decided from the content, never from token counts: a stop with
+        # the answer filed as reasoning is answer-in-reasoning whatever the usage says.
+        if f.has_reasoning_text:
+            return done(ANSWER_IN_REASONING, "has_content", "finish_reason", "has_reasoning_text")
         return done(EMPTY_200_STOP, "has_content", "finish_reason")
     return done(_length_or_stop_by_tokens(f), guessed=True)
 
@@ -309,15 +334,25 @@ def is_blank(text: object) -> bool:
 
 
 def _length_or_stop_by_tokens(f: TurnFeatures) -> str:
-    """Tell length from stop for an empty answer with no logged finish reason."""
+    """Tell length from stop for an empty answer with no logged finish reason.
+
+    Length evidence is the completion tokens at the request's ``max_tokens``, or at
+    a round cap with a reasoning trace. Without it the answer stopped: with a
+    reasoning text, the answer is in the reasoning (``answer-in-reasoning``: the
+    glm45 parser files a GLM answer given without thinking as reasoning,
+    sgl-project/sglang#37645), else it is empty. A round cap does not count when
+    the whole reasoning text was logged and is shorter than the log's cap
+    (``reasoning_at_cap`` False): a trace that long would have filled it.
+    """
     tokens = f.completion_tokens
+    stopped = ANSWER_IN_REASONING if f.has_reasoning_text else EMPTY_200_STOP
     if not isinstance(tokens, int) or isinstance(tokens, bool):
-        return EMPTY_200_STOP
+        return stopped
     if isinstance(f.max_tokens, int) and tokens >= f.max_tokens:
         return LENGTH_WITH_NO_CONTENT
-    if f.has_reasoning and tokens in ROUND_CAPS:
+    if f.has_reasoning and tokens in ROUND_CAPS and not (f.has_reasoning_text and f.reasoning_at_cap is False):
         return LENGTH_WITH_NO_CONTENT
-    return EMPTY_200_STOP
+    return stopped
 
 
 def parse_error(error: str | None, provider: str | None = None) -> tuple[str | None, int | None]:

@@ -15,6 +15,7 @@ from .classify import (
     error_kind_of_exception,
     parse_error,
 )
+from .reasoning import has_leaked_think_block
 
 
 def has_tool_history(messages: Any) -> bool:
@@ -88,18 +89,23 @@ def answer_summary(body: Any) -> dict[str, Any]:
     """What a chat-completions answer says about itself. Never raises.
 
     Returns a dict with ``finish_reason``, ``has_content``, ``has_tool_calls``,
-    ``has_reasoning``, ``prompt_tokens``, ``completion_tokens``,
-    ``reasoning_tokens``, ``no_answer`` and ``bad_body`` (None where the body does
-    not say). Reads the first choice, as the proxy does. Whitespace-only content
-    is no content (:func:`is_blank`); reasoning tokens in
-    ``usage.completion_tokens_details`` are reasoning evidence. ``bad_body`` marks
-    an empty or non-JSON body, ``no_answer`` a JSON body with no usable choice.
+    ``has_reasoning``, ``has_reasoning_text``, ``reasoning_leaked``,
+    ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, ``no_answer``
+    and ``bad_body`` (None where the body does not say). Reads the first choice,
+    as the proxy does. Whitespace-only content is no content (:func:`is_blank`);
+    reasoning tokens in ``usage.completion_tokens_details`` are reasoning evidence
+    (``has_reasoning``) but not a reasoning text (``has_reasoning_text``).
+    ``reasoning_leaked`` marks content carrying a think block that was not split
+    out. ``bad_body`` marks an empty or non-JSON body, ``no_answer`` a JSON body
+    with no usable choice.
     """
     out: dict[str, Any] = {
         "finish_reason": None,
         "has_content": None,
         "has_tool_calls": None,
         "has_reasoning": None,
+        "has_reasoning_text": None,
+        "reasoning_leaked": None,
         "prompt_tokens": None,
         "completion_tokens": None,
         "reasoning_tokens": None,
@@ -111,6 +117,7 @@ def answer_summary(body: Any) -> dict[str, Any]:
     doc = _decode(body)
     # A body arrived: from here on the answer is empty unless it says otherwise.
     out["has_content"] = out["has_tool_calls"] = out["has_reasoning"] = False
+    out["has_reasoning_text"] = out["reasoning_leaked"] = False
     out["no_answer"] = out["bad_body"] = False
     if doc is _NOT_JSON:
         out["bad_body"] = True
@@ -136,10 +143,13 @@ def answer_summary(body: Any) -> dict[str, Any]:
     if not isinstance(msg, dict):
         out["no_answer"] = True
         return out
-    out["has_content"] = not is_blank(_text(msg.get("content")))
+    text = _text(msg.get("content"))
+    out["has_content"] = not is_blank(text)
+    out["reasoning_leaked"] = has_leaked_think_block(text)
     out["has_tool_calls"] = _usable_tool_calls(msg)
     reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-    out["has_reasoning"] = (isinstance(reasoning, str) and not is_blank(reasoning)) or bool(
+    out["has_reasoning_text"] = isinstance(reasoning, str) and not is_blank(reasoning)
+    out["has_reasoning"] = out["has_reasoning_text"] or bool(
         out["reasoning_tokens"] and out["reasoning_tokens"] > 0)
     return out
 
@@ -222,6 +232,8 @@ def features_from_exchange(
         has_tool_calls=answer["has_tool_calls"] if answer else None,
         tool_history=has_tool_history(payload.get("messages")),
         has_reasoning=answer["has_reasoning"] if answer else None,
+        has_reasoning_text=answer["has_reasoning_text"] if answer else None,
+        reasoning_leaked=answer["reasoning_leaked"] if answer else None,
         completion_tokens=answer["completion_tokens"] if answer else None,
         max_tokens=requested_max_tokens(payload),
         error_kind=error_kind,

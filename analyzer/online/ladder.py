@@ -59,10 +59,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping
 
 from .classify import (
+    ANSWER_IN_REASONING,
     EMPTY_200_STOP,
     LENGTH_WITH_NO_CONTENT,
     OK,
     OTHER_5XX,
+    REASONING_LEAKED,
     TIMEOUT,
     TOOL_HISTORY_5XX,
     TurnFeatures,
@@ -71,6 +73,8 @@ from .classify import (
 from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
 from .models import LADDER_MODELS, model_matches, model_patterns
 from .normalize import ClientRequestError, normalize_thinking
+from .reasoning import repair_leaked_answer
+from .templates import check_templates
 
 ORIGINAL = "original"
 TOOL_CHOICE_NONE = "tool_choice_none"
@@ -80,8 +84,11 @@ FLATTEN_TRANSCRIPT = "flatten_transcript"
 THINKING_BUDGET = "thinking_budget"
 DISABLE_THINKING = "disable_thinking"
 
-#: The classes that start the tool-session ladder (the fix being sized).
-TOOL_TRIGGERS: tuple[str, ...] = (TOOL_HISTORY_5XX, EMPTY_200_STOP)
+#: The classes that start the tool-session ladder (the fix being sized). An answer
+#: filed as reasoning (``answer-in-reasoning``) is empty to the client, like an
+#: ``empty-200-stop``: retried with tool history, although its real fix is the
+#: deployment's reasoning parser.
+TOOL_TRIGGERS: tuple[str, ...] = (TOOL_HISTORY_5XX, EMPTY_200_STOP, ANSWER_IN_REASONING)
 
 #: The tool-session rungs, in order; ``flatten_transcript`` is opt-in.
 DEFAULT_RUNGS: tuple[str, ...] = (TOOL_CHOICE_NONE, DROP_TOOLS, FINAL_ANSWER)
@@ -172,6 +179,9 @@ class Attempt:
     error: str | None = None
     no_answer: bool | None = None  # a 2xx JSON body with no usable choice (``no-answer-200``)
     refused: bool = False  # a rung the upstream refused (400/422): its shape, not its idea, failed
+    has_reasoning_text: bool | None = None  # a reasoning text came back (``answer-in-reasoning`` with no content)
+    reasoning_leaked: bool | None = None  # the content carried a think block (``reasoning-leaked``)
+    refused_reason: str | None = None  # what the upstream said when it refused the rung (its error message)
 
     def to_dict(self) -> dict[str, Any]:
         """The attempt as a JSON-ready dict (the ``ladder.attempts`` log shape)."""
@@ -191,7 +201,9 @@ class LadderResult:
     ``upstream_headers`` is what ``send`` returned, untouched (for logging, e.g.
     the naked 500's ``content-length: 0``). ``recovered_at`` is the rung that
     recovered, or None. ``armed`` is True when the ladder was armed for this
-    request (its model matched ``models``).
+    request (its model matched ``models``). ``reasoning_repaired`` is True when the
+    answer passed on had a leaked think block split out of its content (``body``
+    is then the repaired answer; see :mod:`analyzer.online.reasoning`).
     """
 
     status: int | None
@@ -204,6 +216,7 @@ class LadderResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     upstream_headers: Any = None
     armed: bool = False
+    reasoning_repaired: bool = False
 
     @property
     def triggered(self) -> bool:
@@ -357,10 +370,14 @@ def flatten_messages(messages: Any) -> list:
     return out
 
 
-def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = None, answer_reserve: int = 256) -> dict[str, Any]:
+def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = None, answer_reserve: int = 256,
+               templates: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return the payload for one rung, built from ``payload`` without mutating it.
 
-    ``model`` and ``answer_reserve`` are used only by the length rungs.
+    ``model``, ``answer_reserve`` and ``templates`` (the operator's GLM template
+    override, see :func:`analyzer.online.normalize_thinking`) are used only by the
+    length rungs: ``disable_thinking`` on a GLM without an off switch (GLM-5.3 on)
+    asks for the lowest reasoning effort instead of sending a false key.
 
     Raises:
         RungUnavailable: the rung cannot be built from this payload (the ladder
@@ -406,7 +423,7 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
     # DISABLE_THINKING
     name = model if isinstance(model, str) else payload.get("model")
     try:
-        out = normalize_thinking(payload, name if isinstance(name, str) else "", False)
+        out = normalize_thinking(payload, name if isinstance(name, str) else "", False, templates=templates)
     except ClientRequestError as exc:
         raise RungUnavailable(rung, str(exc)) from exc
     out.pop("thinking_token_budget", None)
@@ -431,8 +448,9 @@ def rung_payloads(payload: Mapping[str, Any], rungs: Iterable[str] = ALL_RUNGS) 
 def ladder_trigger(features: TurnFeatures, *, length_recovery: bool = False) -> str | None:
     """The class that makes the ladder retry this answer, or None.
 
-    ``tool-history-5xx`` always; ``empty-200-stop`` when the prompt carries tool
-    history; ``length-with-no-content`` when ``length_recovery`` is on.
+    ``tool-history-5xx`` always; ``empty-200-stop`` and ``answer-in-reasoning``
+    when the prompt carries tool history; ``length-with-no-content`` when
+    ``length_recovery`` is on.
     """
     return class_trigger(decide(features).incident_class, bool(features.tool_history),
                          length_recovery=length_recovery)
@@ -446,7 +464,7 @@ def class_trigger(incident_class: str, tool_history: bool, *, length_recovery: b
     """
     if incident_class == TOOL_HISTORY_5XX:
         return incident_class
-    if incident_class == EMPTY_200_STOP and tool_history:
+    if incident_class in (EMPTY_200_STOP, ANSWER_IN_REASONING) and tool_history:
         return incident_class
     if incident_class == LENGTH_WITH_NO_CONTENT and length_recovery:
         return incident_class
@@ -508,8 +526,52 @@ def _ladder_steps(
     deadline: float | None,
     min_attempt_s: float,
     models: tuple[str, ...] | None,
+    templates: Mapping[str, str] | None = None,
+    repair_reasoning: bool = True,
 ) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
     armed = model_matches(payload.get("model") if isinstance(payload, Mapping) else None, models)
+    result = yield from _climb(payload, armed, rungs=rungs, length_recovery=length_recovery,
+                               max_attempts=max_attempts, time_budget_s=time_budget_s,
+                               answer_reserve=answer_reserve, clock=clock, deadline=deadline,
+                               min_attempt_s=min_attempt_s, templates=templates, repair=repair_reasoning)
+    if armed and repair_reasoning:
+        _repair_answer(result)
+    return result
+
+
+def _ok_once_repaired(payload: Mapping[str, Any], status: int | None, body: Any, att: Attempt) -> bool:
+    """A rung's answer that only leaked its reasoning is a recovery: the answer passed on is repaired."""
+    if att.incident_class != REASONING_LEAKED:
+        return False
+    repaired, did = repair_leaked_answer(body)
+    return did and decide(features_from_exchange(payload, status, repaired)).incident_class == OK
+
+
+def _repair_answer(result: LadderResult) -> None:
+    """Split a leaked think block out of the answer passed on (a 2xx), in place."""
+    if result.status is None or not 200 <= result.status < 300:
+        return
+    body, repaired = repair_leaked_answer(result.body)
+    if repaired:
+        result.body = body
+        result.reasoning_repaired = True
+
+
+def _climb(
+    payload: Mapping[str, Any],
+    armed: bool,
+    *,
+    rungs: tuple[str, ...],
+    length_recovery: bool,
+    max_attempts: int | None,
+    time_budget_s: float,
+    answer_reserve: int,
+    clock: Callable[[], float],
+    deadline: float | None,
+    min_attempt_s: float,
+    templates: Mapping[str, str] | None,
+    repair: bool,
+) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
     status, headers, body, latency, exc = yield (ORIGINAL, payload, None, False)  # type: ignore[misc]
     if exc is not None and not isinstance(exc, MalformedAnswer):
         raise exc  # the original call failed in transport: the proxy's own error path handles it
@@ -544,7 +606,7 @@ def _ladder_steps(
             result.outcome = DEADLINE  # this rung could not finish before the caller gives up
             break
         try:
-            rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve)
+            rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve, templates=templates)
         except RungUnavailable as skip:
             result.skipped.append({"rung": rung, "reason": skip.reason})
             continue
@@ -571,8 +633,10 @@ def _ladder_steps(
         # The upstream refused this rung's shape (e.g. a template that rejects
         # thinking off): recorded, and the next rung is tried.
         att.refused = status in REFUSED_STATUSES
+        if att.refused:
+            att.refused_reason = refusal_reason(body)
         result.attempts.append(att)
-        if att.incident_class == OK:
+        if att.incident_class == OK or (repair and _ok_once_repaired(rung_payload, status, body, att)):
             if deadline is not None and clock() > deadline:
                 # Too late for the caller (the sync runner cannot cut a call off):
                 # the client never sees this answer, so it is not a recovery.
@@ -600,7 +664,46 @@ def _attempt(rung: str, f: TurnFeatures, status, body, latency_ms: int, exc, cls
         completion_tokens=summary.get("completion_tokens"),
         error=None if exc is None else _error_text(exc),
         no_answer=summary.get("no_answer"),
+        has_reasoning_text=summary.get("has_reasoning_text"),
+        reasoning_leaked=summary.get("reasoning_leaked"),
     )
+
+
+#: Characters of an upstream's refusal kept in ``Attempt.refused_reason``.
+REFUSAL_CHARS = 300
+
+
+def refusal_reason(body: Any) -> str | None:
+    """The message of an upstream's 4xx answer (OpenAI/vLLM error shapes), cut short; None when it says none.
+
+    Reads ``error.message``, ``message`` or ``detail`` of a JSON body, else the
+    body's text. Never raises.
+    """
+    try:
+        doc = body
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            doc = bytes(body).decode("utf-8", "replace")
+        if isinstance(doc, str):
+            try:
+                doc = json.loads(doc)
+            except (ValueError, RecursionError):
+                pass
+        text = None
+        if isinstance(doc, dict):
+            err = doc.get("error")
+            for candidate in ((err.get("message") if isinstance(err, dict) else err),
+                              doc.get("message"), doc.get("detail")):
+                if isinstance(candidate, str) and candidate.strip():
+                    text = candidate
+                    break
+        elif isinstance(doc, str):
+            text = doc
+        if not text or not text.strip():
+            return None
+        text = " ".join(text.split())
+        return text[:REFUSAL_CHARS]
+    except Exception:  # noqa: BLE001 - a body we cannot read says nothing
+        return None
 
 
 def _is_number(v: Any) -> bool:
@@ -671,6 +774,8 @@ def run_ladder(
     min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
     models: Iterable[str] | None = LADDER_MODELS,
+    templates: Mapping[str, str] | None = None,
+    repair_reasoning: bool = True,
 ) -> LadderResult:
     """Send ``payload``; if the answer triggers the ladder, retry down the rungs.
 
@@ -702,7 +807,16 @@ def run_ladder(
         models: case-insensitive ``fnmatch`` patterns for ``payload["model"]``:
             the ladder is armed only for a matching model (default
             :data:`LADDER_MODELS`, GLM); None arms it for every model. Any other
-            request gets exactly one call, no retries, ``armed`` False.
+            request gets exactly one call, no retries, ``armed`` False, and its
+            answer exactly as ``send`` returned it.
+        templates: the operator's GLM template override, ``{served-name pattern:
+            generation}`` (e.g. ``{"glm-5": "glm-5.3"}``): the ``disable_thinking``
+            rung never sends a false thinking key to a generation without an off
+            switch (see :func:`analyzer.online.normalize_thinking`).
+        repair_reasoning: for an armed model, split a think block that leaked into
+            the content of the answer passed on (text before ``</think>`` to
+            ``reasoning_content``; an answer without think tags is passed on byte
+            for byte); ``reasoning_repaired`` says it happened.
 
     A rung answered with 400 or 422 is recorded with ``refused=True`` (the
     upstream does not accept that rung's shape) and the next rung is tried.
@@ -716,11 +830,14 @@ def run_ladder(
     """
     _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
     _check_deadline_clock(deadline, clock)
+    check_templates(templates)
+    if not isinstance(repair_reasoning, bool):
+        raise ValueError(f"repair_reasoning must be true or false, got {repair_reasoning!r}")
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
                           answer_reserve=answer_reserve, clock=clock,
                           deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
-                          models=model_patterns(models))
+                          models=model_patterns(models), templates=templates, repair_reasoning=repair_reasoning)
     try:
         rung, body_payload, _left, _binds = next(steps)
         while True:
@@ -750,6 +867,8 @@ async def arun_ladder(
     min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
     clock: Callable[[], float] = time.monotonic,
     models: Iterable[str] | None = LADDER_MODELS,
+    templates: Mapping[str, str] | None = None,
+    repair_reasoning: bool = True,
 ) -> LadderResult:
     """The async :func:`run_ladder`: ``send`` is a coroutine function.
 
@@ -762,11 +881,14 @@ async def arun_ladder(
 
     _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
     _check_deadline_clock(deadline, clock)
+    check_templates(templates)
+    if not isinstance(repair_reasoning, bool):
+        raise ValueError(f"repair_reasoning must be true or false, got {repair_reasoning!r}")
     steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
                           max_attempts=max_attempts, time_budget_s=time_budget_s,
                           answer_reserve=answer_reserve, clock=clock,
                           deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
-                          models=model_patterns(models))
+                          models=model_patterns(models), templates=templates, repair_reasoning=repair_reasoning)
     try:
         rung, body_payload, left, binds = next(steps)
         while True:

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from .classify import DEFAULT_CALLER_DEADLINE_S, decide
 from .features import answer_summary, features_from_exchange, has_tool_history, requested_max_tokens, status_or_none
 from .ladder import LadderResult
+from .normalize import thinking_sent
 
 #: Bumped when the shape of :func:`log_fields` changes; the analyzer reads it.
 #: 2: ``ladder.skipped``, ``attempts[].no_answer``, the ``deadline`` outcome, and the
@@ -14,7 +15,11 @@ from .ladder import LadderResult
 #: 3: ``ladder_armed`` (the ladder was armed for this request's model: GLM by
 #: default, so a non-GLM failure with ``ladder: null`` is not a ladder that failed
 #: to trigger) and ``attempts[].refused`` (a rung the upstream answered 400/422).
-LOG_FIELDS_VERSION = 3
+#: 4: ``reasoning_repaired`` (a leaked think block was split out of the answer passed
+#: on), ``thinking_sent`` (the thinking keys the request carried upstream),
+#: ``attempts[].has_reasoning_text``, ``.reasoning_leaked`` and ``.refused_reason``,
+#: and the classes ``answer-in-reasoning`` and ``reasoning-leaked``.
+LOG_FIELDS_VERSION = 4
 
 
 def log_fields(
@@ -33,7 +38,10 @@ def log_fields(
     proxy's own ``has_content``, ``tokens`` etc. describe the same answer). With a
     ``ladder`` result, ``incident_class`` is the class of the *original* answer —
     the incident that happened — and ``ladder`` holds every attempt, so "5xx with
-    tool history, recovered at rung k" reads apart from "every rung failed".
+    tool history, recovered at rung k" reads apart from "every rung failed". An
+    answer whose leaked think block the ladder split out (``ladder.reasoning_repaired``)
+    keeps ``incident_class`` ``reasoning-leaked`` (the user would have seen the
+    scratchpad) while ``final_class`` is the class of the repaired answer.
     ``latency_ms`` (the turn's duration for the caller) and ``caller_deadline_s``
     make an otherwise-ok answer slower than the deadline ``late-200``. Total:
     never raises on what the upstream sent.
@@ -49,6 +57,11 @@ def log_fields(
         incident_class      str          class of the original answer
         final_class         str          class of the answer passed on
         caller_deadline_s   float | null the deadline ``late-200`` was judged by
+        reasoning_repaired  bool         a leaked think block was split out of the
+                                         answer passed on
+        thinking_sent       object | null  the thinking keys of the payload's
+                                         chat_template_kwargs as sent (enable_thinking,
+                                         thinking, clear_thinking, reasoning_effort)
         ladder_armed        bool | null  the ladder result passed was armed for this
                                          request's model (the model gate); null when
                                          no ladder result was passed
@@ -57,7 +70,8 @@ def log_fields(
                                             latency_ms, finish_reason, has_content,
                                             has_tool_calls, prompt_tokens,
                                             completion_tokens, error, no_answer,
-                                            refused}],
+                                            refused, has_reasoning_text,
+                                            reasoning_leaked, refused_reason}],
                                             skipped: [{rung, reason}]}
     """
     if not isinstance(payload, Mapping):
@@ -66,7 +80,8 @@ def log_fields(
     final = features_from_exchange(payload, status, body, error, latency_ms=latency_ms,
                                    caller_deadline_s=caller_deadline_s)
     final_class = decide(final).incident_class
-    if ladder is not None and ladder.triggered and ladder.attempts:
+    repaired = bool(getattr(ladder, "reasoning_repaired", False))
+    if ladder is not None and (ladder.triggered or repaired) and ladder.attempts:
         incident_class = ladder.attempts[0].incident_class
     else:
         incident_class = final_class
@@ -82,6 +97,8 @@ def log_fields(
         "incident_class": incident_class,
         "final_class": final_class,
         "caller_deadline_s": caller_deadline_s,
+        "reasoning_repaired": repaired,
+        "thinking_sent": thinking_sent(payload),
         # Unknown (null) without a ladder result: a transport error on the original
         # call or a request refused before any call; the analyzer reads such a
         # record as written by the ladder-running proxy it came from.

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .templates import SWITCH_KEYS, glm_template
+
 # Chat-template keys that switch thinking on/off, per model family. GLM gets both
 # keys because GLM/vLLM template revisions disagree about which one they read
 # (the fallback-ladder proposal's dual-key normalization): sending both is a
-# no-op when the current key is the right one.
+# no-op when the current key is the right one. Which GLM keys are sent at all
+# follows the template generation (analyzer.online.templates): GLM-5.3 on has no
+# off switch, and gets no false key.
 THINKING_KEYS: dict[str, tuple[str, ...]] = {
     "glm": ("enable_thinking", "thinking"),
     "qwen": ("enable_thinking",),
@@ -87,54 +91,112 @@ def normalize_thinking(
     *,
     families: Mapping[str, tuple[str, ...]] | None = None,
     clear_thinking: bool = False,
+    templates: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Return a payload whose ``chat_template_kwargs`` switch thinking as asked.
 
-    Thinking on, GLM gets ``enable_thinking`` and ``thinking`` both true plus
-    ``clear_thinking: false`` (earlier turns' reasoning kept, as GLM's docs
-    recommend for agentic tool use; the fallback-ladder proposal's default);
-    ``clear_thinking=True`` sends ``clear_thinking: true`` instead, for operators
-    who want shorter prompts (see :data:`CLEAR_THINKING_FAMILIES`). Thinking off,
-    GLM gets both keys false and no ``clear_thinking`` is added. Other families
-    get their own key from ``families`` (default :data:`THINKING_KEYS`; pass a
-    dict to extend it). With ``enabled=None`` (the client did not ask: the model's
-    default), an unknown family, or a ``model`` that is not a string, the
-    payload's thinking settings are left as they are.
+    For GLM the keys follow the model's template generation
+    (:func:`analyzer.online.templates.glm_template`; ``templates`` is the
+    operator's override of what a served name runs, e.g. ``{"glm-5": "glm-5.3"}``):
+
+    - GLM-4.5 to GLM-5.2 (an off switch): thinking on gets ``enable_thinking`` and
+      ``thinking`` both true plus ``clear_thinking: false`` (earlier turns'
+      reasoning kept, as GLM's docs recommend for agentic tool use; the
+      fallback-ladder proposal's default; ``clear_thinking=True`` sends ``true``
+      instead, for operators who want shorter prompts, see
+      :data:`CLEAR_THINKING_FAMILIES`). Thinking off gets both keys false and no
+      ``clear_thinking``.
+    - GLM-5.3 and later (no off switch): a false ``enable_thinking``/``thinking`` is
+      never sent (vLLM's parser would stop extracting reasoning while the model
+      thinks on, and the scratchpad would leak into ``content``,
+      vllm-project/vllm#54744): any such key already in the kwargs is removed,
+      whatever ``enabled`` says. Thinking off sends ``reasoning_effort: "low"``,
+      the lowest the template takes; thinking on sends ``clear_thinking``.
+
+    Other families get their own key from ``families`` (default
+    :data:`THINKING_KEYS`; pass a dict to extend it). With ``enabled=None`` (the
+    client did not ask: the model's default), an unknown family, or a ``model``
+    that is not a string, the payload's thinking settings are left as they are
+    (but for the false switch keys a GLM-5.3 generation never gets).
 
     Keys already in ``chat_template_kwargs`` (the client's, or one the proxy
     injected from its own per-model config) are kept and merged into: only the
-    thinking keys of the family (and GLM's ``clear_thinking`` when thinking is
-    on) are set. The input is never mutated.
+    thinking keys of the family are set. The input is never mutated. What was
+    sent is what :func:`thinking_sent` reads from the result.
 
     Raises:
         ClientRequestError: ``payload`` is not an object, ``enabled`` is not a
             boolean or None, or ``chat_template_kwargs`` must be written into but
             is not an object (a string, list or number from the client).
-        ValueError: ``clear_thinking`` (the operator's setting) is not a boolean.
+        ValueError: ``clear_thinking`` or ``templates`` (the operator's settings)
+            is malformed.
     """
     if not isinstance(clear_thinking, bool):
         raise ValueError(f"clear_thinking must be true or false, got {clear_thinking!r}")
     if not isinstance(payload, Mapping):
         raise ClientRequestError("payload", payload, "a chat-completions request must be a JSON object")
-    out = dict(payload)
-    if enabled is None:
-        return out
-    if not isinstance(enabled, bool):
+    if enabled is not None and not isinstance(enabled, bool):
         raise ClientRequestError("enable_thinking", enabled, "must be true, false or null")
     table = THINKING_KEYS if families is None else families
     family = thinking_family(model, table)
-    if family is None:
+    out = dict(payload)
+    template = glm_template(model, templates) if family == "glm" else None
+    if template is not None and not template.off_switch:
+        return _no_switch(out, payload, enabled, clear_thinking, template.effort_off)
+    if enabled is None or family is None:
         return out
-    current = payload.get("chat_template_kwargs")
-    if current is not None and not isinstance(current, Mapping):
-        raise ClientRequestError("chat_template_kwargs", current, "must be an object")
-    kwargs = dict(current or {})
-    for key in table[family]:
+    kwargs = _kwargs_of(payload)
+    keys = template.switch_keys if template is not None else table[family]
+    for key in keys:
         kwargs[key] = enabled
     if enabled and family in CLEAR_THINKING_FAMILIES:
         kwargs["clear_thinking"] = clear_thinking
     out["chat_template_kwargs"] = kwargs
     return out
+
+
+def _kwargs_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+    current = payload.get("chat_template_kwargs")
+    if current is not None and not isinstance(current, Mapping):
+        raise ClientRequestError("chat_template_kwargs", current, "must be an object")
+    return dict(current or {})
+
+
+def _no_switch(out: dict[str, Any], payload: Mapping[str, Any], enabled: bool | None,
+               clear_thinking: bool, effort_off: str | None) -> dict[str, Any]:
+    """The payload for a GLM generation without an off switch (GLM-5.3 on)."""
+    current = payload.get("chat_template_kwargs")
+    if enabled is None and not isinstance(current, Mapping):
+        return out  # nothing asked, nothing false to take out (junk kwargs are the client's)
+    kwargs = _kwargs_of(payload)
+    for key in SWITCH_KEYS:
+        if key in kwargs and not kwargs[key]:
+            del kwargs[key]  # a false switch only disarms the parser: the model thinks on
+    if enabled is True:
+        kwargs["clear_thinking"] = clear_thinking
+    elif enabled is False and effort_off is not None:
+        kwargs["reasoning_effort"] = effort_off
+    if current is not None or kwargs:
+        out["chat_template_kwargs"] = kwargs
+    return out
+
+
+#: The ``chat_template_kwargs`` keys :func:`thinking_sent` reports.
+THINKING_SENT_KEYS = ("enable_thinking", "thinking", "clear_thinking", "reasoning_effort")
+
+
+def thinking_sent(payload: Any) -> dict[str, Any] | None:
+    """The thinking keys a payload carries in ``chat_template_kwargs`` (for the log), or None.
+
+    Only :data:`THINKING_SENT_KEYS` with a JSON scalar value; None when there are
+    none (or the payload or its kwargs are not objects). Never raises.
+    """
+    kwargs = payload.get("chat_template_kwargs") if isinstance(payload, Mapping) else None
+    if not isinstance(kwargs, Mapping):
+        return None
+    found = {k: kwargs[k] for k in THINKING_SENT_KEYS
+             if k in kwargs and (kwargs[k] is None or isinstance(kwargs[k], (bool, int, float, str)))}
+    return found or None
 
 
 def _is_int(v: Any) -> bool:

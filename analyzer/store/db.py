@@ -21,7 +21,7 @@ from analyzer.core.errors import DatabaseError, WriteError, is_write_failure, on
 from analyzer.core.interrupt import track
 from analyzer.core.paths import default_db_path
 from analyzer.store.catalog import create_temp_macros, create_views
-from analyzer.store.record_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL, blank_sql
+from analyzer.store.record_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL, blank_sql, leak_sql
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -534,6 +534,44 @@ def _m009_ingest_guards(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m010_glm_shapes(con: duckdb.DuckDBPyConnection) -> None:
+    """What GLM as it fails today needs: leaked think blocks, reasoning texts, repaired answers, frozen gauges."""
+    con.execute(
+        """
+        -- Response evidence read at ingestion (backfilled below from `raw` for older
+        -- rows): whether the content (or its preview) carries a think block that was
+        -- not split out (analyzer.online.has_leaked_think_block), whether the
+        -- reasoning text (or its preview) has no visible character, and log_fields 4's
+        -- `reasoning_repaired` (the proxy split a leaked block out of the answer).
+        ALTER TABLE records ADD COLUMN content_leak BOOLEAN;
+        ALTER TABLE records ADD COLUMN reasoning_blank BOOLEAN;
+        ALTER TABLE records ADD COLUMN reasoning_repaired BOOLEAN;
+        -- A wedge inferred from the logs because the pod's own gauges read 0 while its
+        -- generation counter was flat and its model's requests failed (frozen gauges);
+        -- false for the windows the metrics show, null in rows before 010.
+        ALTER TABLE pod_windows ADD COLUMN inferred BOOLEAN;
+        -- Three new features of analyzer.online.TurnFeatures (answer-in-reasoning,
+        -- reasoning-leaked): older label rows were decided by an older rule, so the
+        -- derived caches are rebuilt from `records` on the next classification.
+        ALTER TABLE feature_labels ADD COLUMN has_reasoning_text BOOLEAN;
+        ALTER TABLE feature_labels ADD COLUMN reasoning_leaked BOOLEAN;
+        ALTER TABLE feature_labels ADD COLUMN reasoning_at_cap BOOLEAN;
+        DELETE FROM feature_labels;
+        DELETE FROM build_state;
+        """
+    )
+    content = "coalesce(json_extract_string(raw, '$.content'), json_extract_string(raw, '$.content_preview'))"
+    reasoning = ("coalesce(json_extract_string(raw, '$.reasoning_content'), "
+                 "json_extract_string(raw, '$.reasoning_content_preview'))")
+    con.execute(
+        f"""UPDATE records SET
+                content_leak = {leak_sql(content)},
+                reasoning_blank = {blank_sql(reasoning)},
+                reasoning_repaired = TRY_CAST(json_extract(raw, '$.reasoning_repaired') AS BOOLEAN)
+            WHERE type = 'response'"""
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -545,6 +583,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_ingest_pending", _m007_ingest_pending),
     ("008_ladder_weeks", _m008_ladder_weeks),
     ("009_ingest_guards", _m009_ingest_guards),
+    ("010_glm_shapes", _m010_glm_shapes),
 ]
 
 

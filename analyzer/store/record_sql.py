@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.online import BLANK_CHARS
+from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 
 # The fields read into typed columns; everything else stays in `raw`.
 RECORD_STRUCT = {
@@ -46,6 +46,7 @@ RECORD_STRUCT = {
     "content": "VARCHAR",
     "content_preview": "VARCHAR",
     "reasoning_content": "VARCHAR",
+    "reasoning_content_preview": "VARCHAR",
     "tool_calls": ["NULL"],
     "tokens": {
         "prompt_tokens": "BIGINT",
@@ -65,6 +66,7 @@ RECORD_STRUCT = {
     "final_class": "VARCHAR",
     "ladder": "JSON",
     "ladder_armed": "BOOLEAN",
+    "reasoning_repaired": "BOOLEAN",
     "system_sha256": "VARCHAR",
 }
 
@@ -104,13 +106,31 @@ _EVENT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:⚠️|🧹|🚨|ℹ️)"
 
 STRUCT_SQL = json.dumps(RECORD_STRUCT).replace("'", "''")
 
+def _blank_class() -> str:
+    """BLANK_CHARS as a regex character class."""
+    return "[" + "".join(f"\\x{{{ord(c):x}}}" for c in BLANK_CHARS) + "]"
+
+
 def blank_sql(expr: str) -> str:
     """SQL true when ``expr`` has no visible character: analyzer.online.is_blank's rule."""
     # "No character outside BLANK_CHARS", as a regex: it stops at the first visible
     # character and copies nothing (trim(expr, chars) decodes the character set and
     # copies the text for every row: measured ~1.4 CPU-s on a week's responses).
-    visible = "[^" + "".join(f"\\x{{{ord(c):x}}}" for c in BLANK_CHARS) + "]"
+    visible = "[^" + _blank_class()[1:]
     return f"(NOT regexp_matches({expr}, '{visible}'))"
+
+
+def leak_sql(expr: str) -> str:
+    """SQL true when ``expr`` carries a leaked think block: analyzer.online.has_leaked_think_block's rule.
+
+    Opens with ``<think>`` after blank characters, or holds a ``</think>`` with no
+    ``<think>`` before it. Null for a null ``expr``. Most answers hold neither tag:
+    the CASE reads them once for ``think>`` and stops.
+    """
+    return (f"(CASE WHEN NOT contains({expr}, 'think>') THEN false "
+            f"ELSE regexp_matches({expr}, '^{_blank_class()}*{THINK_OPEN}') "
+            f"OR (strpos({expr}, '{THINK_CLOSE}') > 0 AND (strpos({expr}, '{THINK_OPEN}') = 0 "
+            f"OR strpos({expr}, '{THINK_CLOSE}') < strpos({expr}, '{THINK_OPEN}'))) END)")
 
 
 # The typed hot columns of `records`, computed from the parsed record `j`.
@@ -138,13 +158,19 @@ HOT_COLUMNS = """
     j.tokens.completion_tokens_details.reasoning_tokens AS reasoning_tokens,
     CASE WHEN j.content IS NOT NULL THEN {blank}(j.content)
          WHEN j.content_preview IS NOT NULL THEN {blank}(j.content_preview) END AS content_blank,
+    {leak}(coalesce(j.content, j.content_preview)) AS content_leak,
+    {blank}(coalesce(j.reasoning_content, j.reasoning_content_preview)) AS reasoning_blank,
+    j.reasoning_repaired AS reasoning_repaired,
     j.error AS error, j.upstream_headers AS upstream_headers,
     j.log_fields_version AS log_fields_version, j.upstream_status AS upstream_status,
     j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
     j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
     j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
     j.ladder_armed AS ladder_armed, j.system_sha256 AS system_sha256
-""".replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview"))
+""".replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview")) \
+   .replace("{leak}(coalesce(j.content, j.content_preview))", leak_sql("coalesce(j.content, j.content_preview)")) \
+   .replace("{blank}(coalesce(j.reasoning_content, j.reasoning_content_preview))",
+            blank_sql("coalesce(j.reasoning_content, j.reasoning_content_preview)"))
 
 # Words that mark a free-text stdout line as data (see proxy_events).
 _EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",

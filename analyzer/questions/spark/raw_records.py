@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from analyzer.online import BLANK_CHARS
+from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 from analyzer.store.record_sql import (
     LOG_TIME_MAX,
     LOG_TIME_MIN,
@@ -59,7 +59,8 @@ RECORDS_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
     ("system_sha256", T.StringType()), ("truncated", T.BooleanType()), ("file_id", T.IntegerType()),
     ("line_no", T.LongType()), ("raw", T.StringType()), ("proxy_pod", T.StringType()),
     ("ingest_batch", T.LongType()), ("reasoning_tokens", T.LongType()), ("content_blank", T.BooleanType()),
-    ("ladder_armed", T.BooleanType()),
+    ("ladder_armed", T.BooleanType()), ("content_leak", T.BooleanType()), ("reasoning_blank", T.BooleanType()),
+    ("reasoning_repaired", T.BooleanType()),
 )
 
 
@@ -105,6 +106,14 @@ def _blank(c: Column) -> Column:
     """``record_sql.blank_sql``: no character outside :data:`analyzer.online.BLANK_CHARS`."""
     visible = "[^" + "".join(f"\\x{{{ord(ch):x}}}" for ch in BLANK_CHARS) + "]"
     return ~c.rlike(visible)
+
+
+def _leak(c: Column) -> Column:
+    """``record_sql.leak_sql``: :func:`analyzer.online.has_leaked_think_block` on a column."""
+    blank = "[" + "".join(f"\\x{{{ord(ch):x}}}" for ch in BLANK_CHARS) + "]"
+    close, opened = F.instr(c, THINK_CLOSE), F.instr(c, THINK_OPEN)
+    return F.when(~c.contains("think>"), F.lit(False)).otherwise(
+        c.rlike(f"^{blank}*{THINK_OPEN}") | ((close > 0) & ((opened == 0) | (close < opened))))
 
 
 def _pod_of_prefix(line: Column, pfx: Column, file_pod: Column) -> Column:
@@ -202,6 +211,9 @@ def typed(judged: DataFrame) -> DataFrame:
         "reasoning_tokens": _int("j.tokens.completion_tokens_details.reasoning_tokens", "BIGINT"),
         "content_blank": F.when(content.isNotNull(), _blank(content)).when(preview.isNotNull(), _blank(preview)),
         "ladder_armed": _bool("j.ladder_armed"),
+        "content_leak": _leak(F.coalesce(content, preview)),
+        "reasoning_blank": _blank(F.coalesce(j("reasoning_content"), j("reasoning_content_preview"))),
+        "reasoning_repaired": _bool("j.reasoning_repaired"),
     }
     return judged.where(F.col("verdict") == OK).select(
         *[cols[name].cast(typ).alias(name) for name, typ in RECORDS_COLUMNS])

@@ -29,7 +29,7 @@ from analyzer.ingestion.metrics import stage_metric_files
 from analyzer.store.db import connect, transaction
 
 POD_WINDOWS_DDL = ("pod STRING, model_name STRING, kind STRING, start_ts TIMESTAMP_NTZ, end_ts TIMESTAMP_NTZ, "
-                   "detail STRING")
+                   "detail STRING, inferred BOOLEAN")
 
 
 @dataclass
@@ -63,19 +63,28 @@ def pod_windows(spark: SparkSession, records: DataFrame, metrics: list[str] | No
         mapping = model_map or {}
         # The log models whose requests are demand for a metric model (the rule maps them the same way).
         logged = sorted({lm for lm, mm in mapping.items() if mm in named} | (named - set(mapping)))
-        demand = (records.where((F.col("type") == "request") & F.col("model").isin(logged))
-                  .select("ts", "model").collect()) if logged else []
+        # Requests are demand; failed responses are what frozen gauges are inferred from.
+        demand = (records.where(F.col("model").isin(logged) & ((F.col("type") == "request")
+                                                               | F.col("error").isNotNull()))
+                  .select("ts", "type", "model", "provider", "latency_ms", "error").collect()) if logged else []
         if demand:
-            con.register("_demand", pa.table({"ts": pa.array([r.ts for r in demand], pa.timestamp("us")),
-                                              "model": pa.array([r.model for r in demand], pa.string())}))
+            con.register("_demand", pa.table({
+                "ts": pa.array([r.ts for r in demand], pa.timestamp("us")),
+                "type": pa.array([r.type for r in demand], pa.string()),
+                "model": pa.array([r.model for r in demand], pa.string()),
+                "provider": pa.array([r.provider for r in demand], pa.string()),
+                "latency_ms": pa.array([r.latency_ms for r in demand], pa.int64()),
+                "error": pa.array([r.error for r in demand], pa.string())}))
             try:
-                con.execute("""INSERT INTO records (ts, type, model, truncated, file_id, line_no)
-                               SELECT ts, 'request', model, false, 0, row_number() OVER () FROM _demand""")
+                con.execute("""INSERT INTO records (ts, type, model, provider, latency_ms, error, truncated, file_id,
+                                                    line_no)
+                               SELECT ts, type, model, provider, latency_ms, error, false, 0, row_number() OVER ()
+                               FROM _demand""")
             finally:
                 con.unregister("_demand")
         with transaction(con):
             result = write_windows(con, wedge_window)
-        rows = con.execute("SELECT pod, model_name, kind, start_ts, end_ts, detail FROM pod_windows "
+        rows = con.execute("SELECT pod, model_name, kind, start_ts, end_ts, detail, inferred FROM pod_windows "
                            "ORDER BY model_name, pod, start_ts, kind").fetchall()
     finally:
         con.close()

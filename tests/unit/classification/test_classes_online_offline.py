@@ -133,6 +133,26 @@ CASES = [
              "prompt_tokens": 900, "completion_tokens": 2048, "total_tokens": 2948,
              "completion_tokens_details": {"reasoning_tokens": 2048}}}),
          online={"payload": {**PAYLOAD, "max_tokens": None}}),
+    # GLM as it fails today. The glm45 parser filed the answer as reasoning
+    # (sgl-project/sglang#37645): a ladder trigger with tool history, like an empty 200.
+    Case("answer-in-reasoning", "answer-in-reasoning", 200, answer("", reasoning="Texas holds 61,883 acres.", tokens=9),
+         lambda rid, ts: response_ok(rid, ts, reasoning="Texas holds 61,883 acres.", completion_tokens=9),
+         trigger="answer-in-reasoning"),
+    # Usage that lies (mistral-vibe#1116): 0 completion tokens beside a long reasoning text.
+    Case("answer-in-reasoning-zero-tokens", "answer-in-reasoning", 200,
+         answer("", reasoning="Weighing the GAP codes. " * 80, tokens=0),
+         lambda rid, ts: response_ok(rid, ts, reasoning="Weighing the GAP codes. " * 80, completion_tokens=0),
+         trigger="answer-in-reasoning"),
+    # Whitespace is no reasoning text: an empty 200.
+    Case("blank-reasoning-is-empty", "empty-200-stop", 200, answer("", reasoning="\n\n", tokens=2),
+         lambda rid, ts: response_ok(rid, ts, reasoning="\n\n", completion_tokens=2), trigger="empty-200-stop"),
+    # Thinking "off" sent to GLM-5.3 (vllm-project/vllm#54744): the scratchpad in content.
+    Case("dangling-close-tag", "reasoning-leaked", 200, answer("Simple question.</think>2 + 2 = **4**"),
+         lambda rid, ts: response_ok(rid, ts, content="Simple question.</think>2 + 2 = **4**")),
+    Case("opens-with-think", "reasoning-leaked", 200, answer("\n<think>Plan it.</think>Texas."),
+         lambda rid, ts: response_ok(rid, ts, content="\n<think>Plan it.</think>Texas.")),
+    Case("quoted-tags-are-an-answer", "ok", 200, answer("Use <think>...</think> in your prompt."),
+         lambda rid, ts: response_ok(rid, ts, content="Use <think>...</think> in your prompt.")),
 ]
 
 
@@ -209,6 +229,24 @@ def test_sql_blank_rule_is_the_python_rule(tmp_path, ingested):
     for i, text in enumerate(texts):
         online = features_from_exchange(PAYLOAD, 200, answer(text)).has_content
         assert got[f"b{i:07x}"] is online is (text.strip() != ""), repr(text)
+    con.close()
+
+
+def test_sql_leak_rule_is_the_python_rule(ingested):
+    """analyzer.online.has_leaked_think_block and record_sql.leak_sql agree, blank characters included."""
+    from analyzer.online import has_leaked_think_block
+
+    texts = ["x</think>y", "<think>a", "\u3000<think>a", "\u200b<think>a", "a<think>b</think>", "a</think>b<think>",
+             "</think>", "<think></think>", "no tags", "think> only", "</THINK>", "<think", "a </think"]
+    texts += [c + "<think>x" for c in BLANK_CHARS]
+    recs = []
+    for i, text in enumerate(texts):
+        rid = f"d{i:07x}"
+        recs += [request(rid, at(i)), response_ok(rid, at(i + 0.5), content=text)]
+    con = ingested(recs)
+    got = dict(con.execute("SELECT request_id, reasoning_leaked FROM turns").fetchall())
+    for i, text in enumerate(texts):
+        assert got[f"d{i:07x}"] is has_leaked_think_block(text), repr(text)
     con.close()
 
 

@@ -42,8 +42,10 @@ LEGACY_CASES = [
                        session="s-fresh"), "other-5xx", "inferred"),
     ("00000005", _turn("00000005", 4, response_ok, req_kw={"tool_results": TOOL_RESULT}, completion_tokens=1),
      "empty-200-stop", "inferred"),
-    ("00000006", _turn("00000006", 5, response_ok, req_kw={"enable_thinking": True}, reasoning="Let me think...",
-                       completion_tokens=2048), "length-with-no-content", "inferred"),
+    # A round cap with a trace at the proxy's 4,000-character cap: the reasoning ate the budget.
+    ("00000006", _turn("00000006", 5, response_ok, req_kw={"enable_thinking": True},
+                       reasoning=("Let me think about the schema again. " * 120)[:4000], completion_tokens=2048),
+     "length-with-no-content", "inferred"),
     ("00000007", _turn("00000007", 6, response_error, error="Request timed out after 1200000ms"), "timeout", "logged"),
     ("00000008", _turn("00000008", 7, response_error, error="ConnectError: All connection attempts failed"),
      "connection-error", "logged"),
@@ -62,6 +64,26 @@ LEGACY_CASES = [
     ("0000000e", _turn("0000000e", 13, None), "unanswered", "logged"),
     ("0000000f", _turn("0000000f", 14, response_error, error="OPENROUTER API key not configured on server"),
      "other-5xx", "inferred"),
+    # GLM as it fails today, in the records the proxy writes without log fields.
+    # The glm45 parser filed the answer as reasoning (sgl-project/sglang#37645).
+    ("00000010", _turn("00000010", 15, response_ok, req_kw={"tool_results": TOOL_RESULT},
+                       reasoning="Texas holds 61,883 protected acres near the listed tracts.", completion_tokens=37),
+     "answer-in-reasoning", "inferred"),
+    # Usage that lies (mistral-vibe#1116): 0 completion tokens beside the text.
+    ("00000011", _turn("00000011", 16, response_ok, reasoning="Weighing the GAP codes. " * 90, completion_tokens=0),
+     "answer-in-reasoning", "inferred"),
+    # A round cap whose whole (short) trace was logged: the count is no length evidence.
+    ("00000012", _turn("00000012", 17, response_ok, reasoning="The answer is 42 acres.", completion_tokens=512),
+     "answer-in-reasoning", "inferred"),
+    # Thinking off on a template without an off switch (vllm-project/vllm#54744).
+    ("00000013", _turn("00000013", 18, response_ok, req_kw={"enable_thinking": False},
+                       content="The user wants totals.</think>The total is 61,883 acres."),
+     "reasoning-leaked", "logged"),
+    ("00000014", _turn("00000014", 19, response_ok, content="\n<think>Plan the query.</think>\nDone."),
+     "reasoning-leaked", "logged"),
+    # Tags quoted inside an answer are not a leak.
+    ("00000015", _turn("00000015", 20, response_ok, content="Wrap it as <think>...</think> in the prompt."),
+     "ok", "logged"),
 ]
 
 
@@ -78,14 +100,25 @@ def _new_format(status, body_doc, payload_tools=True, tool_history=True, max_tok
     return log_fields(payload, status, json.dumps(body_doc).encode() if body_doc else b"")
 
 
-def _choice(content="", tool_calls=None, finish="stop", tokens=10):
+def _choice(content="", tool_calls=None, finish="stop", tokens=10, reasoning=None):
     msg = {"role": "assistant", "content": content}
     if tool_calls:
         msg["tool_calls"] = tool_calls
+    if reasoning is not None:
+        msg["reasoning_content"] = reasoning
     return {"choices": [{"message": msg, "finish_reason": finish}], "usage": {"completion_tokens": tokens}}
 
 
 OPENAI_CALL = [{"id": "c9", "type": "function", "function": {"name": "query", "arguments": "{}"}}]
+
+
+def _repaired_fields():
+    """log_fields of an answer whose leaked think block the ladder split out."""
+    payload = {"model": "glm-5", "messages": [{"role": "user", "content": "2+2?"}]}
+    leaked = json.dumps(_choice("Simple.</think>4")).encode()
+    result = run_ladder(payload, lambda p: (200, {}, leaked))
+    assert result.reasoning_repaired
+    return log_fields(payload, result.status, result.body, result)
 
 NEW_CASES = [
     ("10000001", _turn("10000001", 30, response_ok, content="fine", extra=_new_format(200, _choice("fine"))), "ok", "logged"),
@@ -100,6 +133,12 @@ NEW_CASES = [
      "tool-call-stop-mismatch", "logged"),
     ("10000006", _turn("10000006", 35, response_error, error=NAKED_500,
                        extra=_new_format(500, None, tool_history=False)), "other-5xx", "logged"),
+    ("10000007", _turn("10000007", 36, response_ok, reasoning="61,883 acres.",
+                       extra=_new_format(200, _choice("", reasoning="61,883 acres.", tokens=0))),
+     "answer-in-reasoning", "logged"),
+    # The proxy split the leaked block out (the record holds the repaired answer).
+    ("10000008", _turn("10000008", 37, response_ok, content="4", reasoning="Simple.",
+                       extra=_repaired_fields()), "reasoning-leaked", "logged"),
 ]
 
 
@@ -167,8 +206,8 @@ def test_ladder_records_written_by_the_real_module(tmp_path, ingested):
 def test_window_classes_override_upstream_failures_only(classified):
     con, _ = classified
     con.execute("DELETE FROM pod_windows")
-    con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'test')", [at(1.5), at(3.5)])
-    con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'down', ?, ?, 'test')", [at(6.5), at(7.5)])
+    con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'test')", [at(1.5), at(3.5)])
+    con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'down', ?, ?, 'test')", [at(6.5), at(7.5)])
     refresh_turns(con)  # new windows: the turns table is rebuilt
     got = dict((r[0], r[1:]) for r in con.execute(
         "SELECT request_id, incident_class, ladder_trigger FROM turns WHERE request_id IN "
@@ -197,7 +236,7 @@ def test_is_current_tells_when_the_turns_table_is_stale(tmp_path):
     assert not is_current(con)
     refresh_turns(con)
     assert is_current(con)
-    con.execute("INSERT INTO pod_windows VALUES ('p', 'glm-5', 'wedged', ?, ?, 'test')", [at(0), at(1)])
+    con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('p', 'glm-5', 'wedged', ?, ?, 'test')", [at(0), at(1)])
     assert not is_current(con)
     con.close()
 
@@ -224,7 +263,7 @@ def test_window_flags_match_their_definition_across_days(tmp_path):
                ("down", 600.5, 2879),       # two days and more
                ("down", 4320.1, 4320.3)]    # a moment on a later day
     for kind, a, b in windows:
-        con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', ?, ?, ?, 'test')", [kind, at(a), at(b)])
+        con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', ?, ?, ?, 'test')", [kind, at(a), at(b)])
     refresh_turns(con)
     got = con.execute("""
         SELECT request_id, in_wedged_window, in_down_window,

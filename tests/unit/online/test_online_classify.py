@@ -81,6 +81,29 @@ LOGGED_ROWS = [
     ("late-mismatch-stays", TF(status=200, has_tool_calls=True, finish_reason="stop", late=True),
      "tool-call-stop-mismatch", LOGGED),
     ("on-time-ok", TF(**OK_ANSWER, late=False), "ok", LOGGED),
+    # The glm45 parser filed a GLM answer as reasoning (sgl-project/sglang#37645):
+    # empty content, a reasoning text, stopped.
+    ("answer-in-reasoning", TF(**EMPTY, finish_reason="stop", has_reasoning=True, has_reasoning_text=True),
+     "answer-in-reasoning", LOGGED),
+    # Emptiness is read from the content, never from the usage (mistral-vibe#1116: 0 tokens beside the text).
+    ("answer-in-reasoning-zero-tokens", TF(**EMPTY, finish_reason="stop", has_reasoning_text=True,
+                                           completion_tokens=0), "answer-in-reasoning", LOGGED),
+    ("length-with-reasoning-text-stays-length", TF(**EMPTY, finish_reason="length", has_reasoning_text=True),
+     "length-with-no-content", LOGGED),
+    # Reasoning tokens alone (a provider that hides the text) are no answer to find.
+    ("reasoning-tokens-only-is-empty", TF(**EMPTY, finish_reason="stop", has_reasoning=True,
+                                          has_reasoning_text=False), "empty-200-stop", LOGGED),
+    ("tool-calls-with-reasoning-is-ok", TF(status=200, has_content=False, has_tool_calls=True,
+                                           finish_reason="tool_calls", has_reasoning_text=True), "ok", LOGGED),
+    # The scratchpad reached the user (vllm-project/vllm#54744), with or without an answer after it.
+    ("reasoning-leaked", TF(**OK_ANSWER, finish_reason="stop", reasoning_leaked=True), "reasoning-leaked", LOGGED),
+    ("reasoning-leaked-with-tool-calls", TF(status=200, has_content=True, has_tool_calls=True,
+                                            finish_reason="tool_calls", reasoning_leaked=True),
+     "reasoning-leaked", LOGGED),
+    ("reasoning-leaked-late-stays-leaked", TF(**OK_ANSWER, reasoning_leaked=True, late=True),
+     "reasoning-leaked", LOGGED),
+    ("mismatch-beats-leak", TF(status=200, has_content=True, has_tool_calls=True, finish_reason="stop",
+                               reasoning_leaked=True), "tool-call-stop-mismatch", LOGGED),
 ]
 
 # Old records: no finish_reason, often no status. Length vs stop from token evidence.
@@ -96,6 +119,31 @@ INFERRED_ROWS = [
      "empty-200-stop", INFERRED),
     ("legacy-empty-below-cap", TF(**EMPTY, completion_tokens=1, max_tokens=1024), "empty-200-stop", INFERRED),
     ("legacy-empty-no-tokens", TF(**EMPTY), "empty-200-stop", INFERRED),
+    # Legacy answers in the reasoning: a reasoning text and no length evidence.
+    ("legacy-answer-in-reasoning", TF(**EMPTY, completion_tokens=180, has_reasoning=True, has_reasoning_text=True),
+     "answer-in-reasoning", INFERRED),
+    ("legacy-answer-in-reasoning-no-usage", TF(**EMPTY, has_reasoning=True, has_reasoning_text=True),
+     "answer-in-reasoning", INFERRED),
+    ("legacy-answer-in-reasoning-zero-tokens", TF(**EMPTY, completion_tokens=0, has_reasoning=True,
+                                                  has_reasoning_text=True, reasoning_at_cap=False),
+     "answer-in-reasoning", INFERRED),
+    ("legacy-reasoning-at-max-tokens-is-length", TF(**EMPTY, completion_tokens=900, max_tokens=900,
+                                                    has_reasoning=True, has_reasoning_text=True,
+                                                    reasoning_at_cap=False), "length-with-no-content", INFERRED),
+    # A round cap with a trace at the log's 4,000-character cap is length; with the
+    # whole trace logged and shorter, the count is a coincidence, not the cap.
+    ("legacy-round-cap-trace-at-cap-is-length", TF(**EMPTY, completion_tokens=1024, has_reasoning=True,
+                                                has_reasoning_text=True, reasoning_at_cap=True),
+     "length-with-no-content", INFERRED),
+    ("legacy-round-cap-trace-length-unknown-is-length", TF(**EMPTY, completion_tokens=1024, has_reasoning=True,
+                                                           has_reasoning_text=True),
+     "length-with-no-content", INFERRED),
+    ("legacy-round-cap-short-whole-trace", TF(**EMPTY, completion_tokens=512, has_reasoning=True,
+                                              has_reasoning_text=True, reasoning_at_cap=False),
+     "answer-in-reasoning", INFERRED),
+    ("legacy-round-cap-tokens-only-is-length", TF(**EMPTY, completion_tokens=1024, has_reasoning=True,
+                                                  has_reasoning_text=False, reasoning_at_cap=False),
+     "length-with-no-content", INFERRED),
     ("legacy-status-unlogged-empty-at-cap", TF(has_content=False, has_tool_calls=False, completion_tokens=512,
                                                max_tokens=512), "length-with-no-content", INFERRED),
     # A success record that says nothing about content: do not invent an incident.

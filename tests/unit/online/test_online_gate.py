@@ -86,7 +86,7 @@ def test_ladder_armed_is_unknown_without_a_ladder_result():
     # before any call): null, not false, so the analyzer does not read the record as
     # one of a model the ladder was off for.
     fields = log_fields(tool_payload(), 200, OK[2])
-    assert fields["ladder_armed"] is None and fields["log_fields_version"] == LOG_FIELDS_VERSION == 3
+    assert fields["ladder_armed"] is None and fields["log_fields_version"] == LOG_FIELDS_VERSION == 4
 
 
 @pytest.mark.parametrize("models", ["*glm*", [5], 7])

@@ -718,3 +718,78 @@ def test_the_deadline_stops_a_rung_even_when_the_budget_is_tighter():
     # After the original: 0.5 s to the deadline (< min_attempt_s), 0.2 s of budget left.
     result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 100.5, time_budget_s=0.2)
     assert result.outcome == "deadline" and send.calls == 1
+
+
+# ---------------------------------------------------------------------------
+# GLM as it fails today: leaked think blocks, answers in reasoning, budgets refused
+
+LEAKED = (200, {"content-type": "application/json"}, answer(content="Simple question.</think>2 + 2 = **4**"))
+IN_REASONING = (200, {}, answer(content="", reasoning="Texas holds 61,883 acres.", tokens=0))
+# vLLM's 400 for a budget on a server started without --reasoning-parser.
+NO_PARSER = (400, {}, json.dumps({"object": "error", "type": "BadRequestError", "code": 400, "message": (
+    "thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser "
+    "and/or --reasoning-config to use thinking_token_budget.")}).encode())
+
+
+def test_a_leaked_answer_comes_back_split_and_says_so():
+    payload = {"model": "glm-5", "messages": [{"role": "user", "content": "2+2?"}]}
+    for result, send in run_both(payload, lambda: ScriptedSend(LEAKED)):
+        assert send.calls == 1 and result.trigger is None and result.reasoning_repaired is True
+        message = json.loads(result.body)["choices"][0]["message"]
+        assert message == {"role": "assistant", "content": "2 + 2 = **4**", "tool_calls": [],
+                           "reasoning_content": "Simple question."}
+        # The incident is the original answer's: the user would have seen the scratchpad.
+        assert result.attempts[0].incident_class == "reasoning-leaked" and result.attempts[0].reasoning_leaked
+
+
+def test_a_clean_answer_is_passed_on_byte_for_byte():
+    payload = {"model": "glm-5", "messages": [{"role": "user", "content": "2+2?"}]}
+    for result, _ in run_both(payload, lambda: ScriptedSend(OK)):
+        assert result.body is OK[2] and result.reasoning_repaired is False
+
+
+def test_repair_follows_the_model_gate_and_can_be_turned_off():
+    qwen = {"model": "qwen3", "messages": [{"role": "user", "content": "q"}]}
+    assert run_ladder(qwen, ScriptedSend(LEAKED)).body is LEAKED[2]  # not armed: exactly what send returned
+    glm = {"model": "glm-5", "messages": [{"role": "user", "content": "q"}]}
+    off = run_ladder(glm, ScriptedSend(LEAKED), repair_reasoning=False)
+    assert off.body is LEAKED[2] and off.reasoning_repaired is False
+    with pytest.raises(ValueError, match="repair_reasoning"):
+        run_ladder(glm, ScriptedSend(OK), repair_reasoning=1)
+
+
+def test_a_recovered_rung_that_leaks_is_repaired_too():
+    result = run_ladder(tool_payload(), ScriptedSend(NAKED_500, LEAKED))
+    assert result.recovered_at == "tool_choice_none" and result.reasoning_repaired
+    assert json.loads(result.body)["choices"][0]["message"]["content"] == "2 + 2 = **4**"
+
+
+def test_an_answer_in_reasoning_with_tool_history_is_retried():
+    for result, send in run_both(tool_payload(), lambda: ScriptedSend(IN_REASONING, OK)):
+        assert result.trigger == "answer-in-reasoning" and result.recovered_at == "tool_choice_none"
+        assert result.attempts[0].has_reasoning_text is True and send.calls == 2
+    # Without tool history it is passed on (the fix is the deployment's parser, not a retry).
+    plain = {"model": "glm-5", "messages": [{"role": "user", "content": "q"}]}
+    result = run_ladder(plain, ScriptedSend(IN_REASONING))
+    assert result.trigger is None and result.attempts[0].incident_class == "answer-in-reasoning"
+
+
+def test_a_budget_refused_for_lack_of_a_parser_is_a_refused_rung_with_vllms_reason():
+    payload = tool_payload(max_tokens=4096)
+    for result, send in run_both(payload, lambda: ScriptedSend(LENGTH, NO_PARSER, OK), length_recovery=True):
+        budget, off = result.attempts[1], result.attempts[2]
+        assert (budget.rung, budget.status, budget.refused) == ("thinking_budget", 400, True)
+        assert budget.refused_reason.startswith("thinking_token_budget is set but reasoning_config is not configured.")
+        assert off.refused is False and off.refused_reason is None and result.recovered_at == "disable_thinking"
+        assert result.to_log()["attempts"][1]["refused_reason"] == budget.refused_reason
+
+
+@pytest.mark.parametrize("templates, model", [({"glm-5": "glm-5.3"}, "glm-5"), (None, "GLM-5.3-Flash")])
+def test_thinking_off_rung_on_glm_5_3_sends_no_false_key(templates, model):
+    payload = tool_payload(model=model, max_tokens=1024, chat_template_kwargs={"enable_thinking": True})
+    send = ScriptedSend(LENGTH, LENGTH, OK)
+    result = run_ladder(payload, send, length_recovery=True, templates=templates)
+    assert result.recovered_at == "disable_thinking"
+    assert send.payloads[2]["chat_template_kwargs"] == {"enable_thinking": True, "reasoning_effort": "low"}
+    with pytest.raises(ValueError):
+        run_ladder(payload, ScriptedSend(OK), templates={"glm-5": "not a glm"})

@@ -16,7 +16,10 @@ from analyzer.online import (
     ThinkingBudgetError,
     anthropic_stop_reason,
     answer_capacity,
+    glm_template,
+    glm_version,
     normalize_thinking,
+    thinking_sent,
     validate_thinking_budget,
 )
 
@@ -281,7 +284,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
                             max_size=5),
     kwargs=st.none() | st.dictionaries(st.sampled_from(["enable_thinking", "thinking", "clear_thinking", "x"]),
                                        _json, max_size=4) | _json,
-    model=st.sampled_from(["glm-5", "z-ai/glm-5.2", "qwen3", "deepseek-r1", "kimi-k2", "llama-3", ""]),
+    model=st.sampled_from(["glm-5", "z-ai/glm-5.2", "qwen3", "deepseek-r1", "kimi-k2", "llama-3", ""]),  # switches
     enabled=st.sampled_from([True, False, None]),
     clear=st.booleans(),
 )
@@ -316,6 +319,100 @@ def test_normalize_property(payload, kwargs, model, enabled, clear):
         assert set(kwargs or {}) <= set(new)
     else:
         assert out == payload
+
+
+# ---------------------------------------------------------------------------
+# GLM template generations: no false key for a template without an off switch
+
+
+@pytest.mark.parametrize("name, version, generation", [
+    ("glm-5", (5, 0), "glm-4.7"),                 # GLM-5.0 by name: an off switch
+    ("glm-5.2", (5, 2), "glm-4.7"),
+    ("zai-org/GLM-5.2-FP8", (5, 2), "glm-4.7"),
+    ("GLM-4.7", (4, 7), "glm-4.7"),
+    ("glm-4.6", (4, 6), "glm-4.5"),
+    ("z-ai/glm-4.6", (4, 6), "glm-4.5"),
+    ("glm45", (4, 5), "glm-4.5"),
+    ("glm-4.5-air", (4, 5), "glm-4.5"),
+    ("glm-5.3", (5, 3), "glm-5.3"),
+    ("GLM-5.3-Flash", (5, 3), "glm-5.3"),
+    ("zai-org/GLM-5.3-FP8", (5, 3), "glm-5.3"),
+    ("glm-6", (6, 0), "glm-5.3"),                 # "GLM-5.3 and later"
+    ("glm", None, "glm-4.7"),
+])
+def test_the_generation_a_name_says(name, version, generation):
+    assert glm_version(name) == version
+    assert glm_template(name).name == generation
+
+
+def test_the_operator_says_what_a_generic_name_runs():
+    # glm-5 may serve GLM-5.2 or GLM-5.3 weights: the override decides, patterns and GLM names allowed.
+    assert glm_template("glm-5", {"glm-5": "glm-5.3"}).name == "glm-5.3"
+    assert glm_template("GLM-5", {"glm-5*": "GLM-5.3-FP8"}).name == "glm-5.3"
+    assert glm_template("glm-5.3-flash", {"glm-5.3*": "glm-5.2"}).name == "glm-4.7"
+    assert glm_template("glm-4.6", {"glm-5": "glm-5.3"}).name == "glm-4.5"  # another name: its own
+    for bad in ({"glm-5": "qwen3"}, {"glm-5": 5.3}, {5: "glm-5.3"}, ["glm-5"]):
+        with pytest.raises(ValueError):
+            glm_template("glm-5", bad)
+
+
+@pytest.mark.parametrize("model, templates", [
+    ("glm-5.3", None), ("GLM-5.3-Flash", None), ("zai-org/GLM-5.3-FP8", None),
+    ("glm-5", {"glm-5": "glm-5.3"}), ("z-ai/glm-5.2", {"*": "glm-5.3"}),
+])
+def test_thinking_off_on_a_template_without_a_switch_is_the_lowest_effort(model, templates):
+    out = normalize_thinking({"model": model}, model, False, templates=templates)
+    # Never a false enable_thinking/thinking: vLLM's parser would stop extracting
+    # while the model thinks on (vllm-project/vllm#54744).
+    assert out["chat_template_kwargs"] == {"reasoning_effort": "low"}
+    assert normalize_thinking({"model": model}, model, True, templates=templates)["chat_template_kwargs"] == {
+        "clear_thinking": False}
+    # A false key the proxy injected from its config (or the client sent) is taken out, whatever is asked.
+    injected = {"model": model, "chat_template_kwargs": {"enable_thinking": False, "thinking": False, "x": 1}}
+    for enabled, expected in ((False, {"x": 1, "reasoning_effort": "low"}), (True, {"x": 1, "clear_thinking": False}),
+                              (None, {"x": 1})):
+        assert normalize_thinking(injected, model, enabled, templates=templates)["chat_template_kwargs"] == expected
+    # A true key arms the parser: harmless, kept.
+    on = {"chat_template_kwargs": {"enable_thinking": True}}
+    assert normalize_thinking(on, model, None, templates=templates) == on
+
+
+@pytest.mark.parametrize("model", ["glm-4.5", "glm-4.6", "GLM-4.7", "glm-5", "glm-5.1", "glm-5.2"])
+def test_thinking_off_still_sends_false_keys_to_glm_4_5_through_5_2(model):
+    assert normalize_thinking({}, model, False)["chat_template_kwargs"] == {"enable_thinking": False,
+                                                                         "thinking": False}
+
+
+@settings(deadline=None)
+@given(
+    kwargs=st.none() | st.dictionaries(st.sampled_from(["enable_thinking", "thinking", "clear_thinking",
+                                                        "reasoning_effort", "x"]),
+                                       st.none() | st.booleans() | st.integers(-1, 1) | st.text(max_size=3),
+                                       max_size=4),
+    model=st.sampled_from(["glm-5.3", "GLM-5.3-Flash", "zai-org/GLM-5.3-FP8", "glm-6", "glm-5", "z-ai/glm-4.6"]),
+    override=st.sampled_from([None, {"glm-5": "glm-5.3"}, {"*": "GLM-5.3"}]),
+    enabled=st.sampled_from([True, False, None]),
+    clear=st.booleans(),
+)
+def test_no_false_switch_ever_reaches_a_generation_without_one(kwargs, model, override, enabled, clear):
+    payload = {"model": model} if kwargs is None else {"model": model, "chat_template_kwargs": kwargs}
+    out = normalize_thinking(payload, model, enabled, clear_thinking=clear, templates=override)
+    sent = out.get("chat_template_kwargs") or {}
+    if not glm_template(model, override).off_switch:
+        assert all(sent[k] for k in ("enable_thinking", "thinking") if k in sent)
+        if enabled is False:
+            assert sent["reasoning_effort"] == "low"
+    elif enabled is not None:
+        assert sent["enable_thinking"] is enabled and sent["thinking"] is enabled
+
+
+def test_the_log_says_what_was_sent():
+    out = normalize_thinking({"model": "glm-5"}, "glm-5", False, templates={"glm-5": "glm-5.3"})
+    assert thinking_sent(out) == {"reasoning_effort": "low"}
+    assert thinking_sent(normalize_thinking({}, "glm-5", True)) == {
+        "enable_thinking": True, "thinking": True, "clear_thinking": False}
+    for junk in ({}, {"chat_template_kwargs": "x"}, {"chat_template_kwargs": {"custom": [1]}}, None, 5):
+        assert thinking_sent(junk) is None
 
 
 # ---------------------------------------------------------------------------

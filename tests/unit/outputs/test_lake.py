@@ -274,9 +274,13 @@ def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path)
     shutil.copy(week, old)
     con = duckdb.connect(str(old))
     newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    assert newest == "009_ingest_guards"  # undone below as if the database were made before it
+    assert newest == "010_glm_shapes"  # undone below as if the database were made before it
     con.execute("DELETE FROM _migrations WHERE name = ?", [newest])
-    con.execute("ALTER TABLE source_files DROP COLUMN ctime")
+    for column in ("content_leak", "reasoning_blank", "reasoning_repaired"):
+        con.execute(f"ALTER TABLE records DROP COLUMN {column}")
+    con.execute("ALTER TABLE pod_windows DROP COLUMN inferred")
+    for column in ("has_reasoning_text", "reasoning_leaked", "reasoning_at_cap"):
+        con.execute(f"ALTER TABLE feature_labels DROP COLUMN {column}")
     con.close()
     p = analyze("export", "--lake", str(tmp_path / "lake"), "--db", str(old))
     assert p.returncode == 2 and "analyze --db" in p.stderr and not (tmp_path / "lake").exists(), p.stderr

@@ -188,7 +188,7 @@ def add_fixture_metrics(con) -> None:
         rows.append(("vllm:generation_tokens_total", "glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
                      start + timedelta(minutes=m), value, "fixture"))
     insert_samples(con, rows)  # metric_samples is a view over series and points (migration 006)
-    con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'fixture')",
+    con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'fixture')",
                 [_naive(day(4, 8)), _naive(day(4, 8, 30))])
 
 

@@ -103,14 +103,14 @@ def week_records() -> list[dict]:
                latency_ms=1_200_000)
     r += _turn("g0000001", DAY + 40, "s-g", model="qwen3", client=None, resp=None)
     # Day 3: a 429, a legacy empty 200 with tool history, a legacy length turn
-    # (tokens at the round cap with a reasoning trace), healthy turns.
+    # (tokens at the round cap with a reasoning trace at the log's cap), healthy turns.
     r += _turn("h0000001", 2 * DAY, "s-h", model="qwen3", client=V14, resp=response_error,
                error='Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}')
     r += _turn("h0000002", 2 * DAY + 1, "s-h", model="qwen3", client=V14, resp=response_ok, content="Done.")
     r += _turn("i0000001", 2 * DAY + 5, "s-i", req={"tool_results": TOOL_RESULT}, resp=response_ok,
                completion_tokens=1)
     r += _turn("j0000001", 2 * DAY + 9, "s-j", req={"enable_thinking": True}, resp=response_ok,
-               reasoning="Hmm " * 100, completion_tokens=2048)
+               reasoning="Hmm " * 1000, completion_tokens=2048)  # a trace at the proxy's 4,000-character cap
     r += _turn("k0000001", 2 * DAY + 12, "s-k", client=V14, resp=response_ok, content="All good.")
     return r
 
@@ -125,7 +125,7 @@ def build_week_db(path: Path) -> Path:
     con = connect(path)
     try:
         ingest(con, [str(logs)])
-        con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
+        con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
                     list(WEDGED_WINDOW))
         refresh_turns(con)
     finally:

@@ -204,10 +204,10 @@ def build_gate_db(path: Path) -> Path:
     con = connect(path)
     try:
         ingest(con, [str(logs)])
-        con.execute("INSERT INTO pod_windows VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
+        con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
                     list(WEDGED_WINDOW))
         # A down window with fractional-second edges around the unanswered qwen3 request.
-        con.execute("INSERT INTO pod_windows VALUES ('qwen3-0', 'Qwen/Qwen3-32B', 'down', ?, ?, 'up = 0')",
+        con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('qwen3-0', 'Qwen/Qwen3-32B', 'down', ?, ?, 'up = 0')",
                     [at(DAY + 39) + timedelta(seconds=59.750125), at(DAY + 41) + timedelta(seconds=20.333333)])
         _metrics(con)
         _replays(con)
