@@ -25,7 +25,7 @@ per_rung AS (
     SELECT model, trigger, source, rung,
            min(attempt_no) AS rung_order,
            count(*) AS reached,
-           count(*) FILTER (WHERE incident_class = 'ok') AS recovered,
+           count(*) FILTER (WHERE recovered) AS recovered,
            median(latency_ms) AS median_latency_ms
     FROM a WHERE rung <> 'original'
     GROUP BY model, trigger, source, rung

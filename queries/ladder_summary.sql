@@ -20,7 +20,7 @@ per_rung AS (
            min(attempt_no) AS rung_order,
            count(*) FILTER (WHERE NOT refused) AS reached,
            count(*) FILTER (WHERE refused) AS refused,
-           count(*) FILTER (WHERE incident_class = 'ok' AND NOT refused) AS recovered,
+           count(*) FILTER (WHERE recovered AND NOT refused) AS recovered,
            sum(latency_ms) AS extra_latency_ms,
            sum(coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0)) AS extra_tokens
     FROM attempts

@@ -21,7 +21,7 @@ started AS (
 ),
 rungs AS (
     SELECT trigger, rung, min(attempt_no) AS rung_order, count(*) FILTER (WHERE NOT refused) AS reached,
-           count(*) FILTER (WHERE incident_class = 'ok' AND NOT refused) AS recovered,
+           count(*) FILTER (WHERE recovered AND NOT refused) AS recovered,
            count(*) FILTER (WHERE refused) AS refused
     FROM a WHERE rung <> 'original'
     GROUP BY trigger, rung

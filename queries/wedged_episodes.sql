@@ -10,7 +10,10 @@
 -- classes; a sleeping window explains none), the detail the rule wrote, and
 -- `alert_at`: when the live alert would have fired (alert_fires_at,
 -- queries/pod_alert_onset.sql; NULL for a sleeping window or one too short to
--- page). The summary's episodes (analyzer.ingestion.metrics.wedged_episodes) are these
+-- page), and `inferred`: a wedge the logs infer because the pod's gauges read 0
+-- while its model's requests failed (frozen gauges), not one the metrics show
+-- (the live alert, gated on those gauges, cannot see it: `alert_at` is NULL). The
+-- summary's episodes (analyzer.ingestion.metrics.wedged_episodes) are these
 -- rows. `since`/`until` select the windows overlapping [since, until) (naive UTC
 -- timestamps, or ISO 8601 text), `model` matches the window's `model_name` (a
 -- name or a LIKE pattern), `models` is a list of logged model names, mapped to
@@ -31,7 +34,9 @@ n AS (SELECT wid, count(*) AS failed FROM hit WHERE k = 1 GROUP BY wid)
 SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
        (epoch_us(w.end_ts) - epoch_us(w.start_ts)) / 1e6 AS duration_s,
        coalesce(n.failed, 0) AS failed_turns, w.detail,
-       CASE WHEN w.kind IN ('wedged', 'down') THEN alert_fires_at(w.start_ts, w.end_ts) END AS alert_at
+       CASE WHEN w.kind IN ('wedged', 'down') AND NOT coalesce(w.inferred, false)
+            THEN alert_fires_at(w.start_ts, w.end_ts) END AS alert_at,
+       coalesce(w.inferred, false) AS inferred
 FROM w LEFT JOIN n USING (wid)
 WHERE ($models IS NULL OR w.model_name IN (
           SELECT coalesce(m.model_name, x.model)

@@ -527,16 +527,25 @@ def _frozen_gauge_wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], 
         if end - start < w_us:
             continue
         hi = end if why in (_GAP, _END) else end - 1
-        if _first_in(gauge[0], start, hi) is None or _gauge_spells(gauge, start, hi, w_us):
-            continue  # no gauges (the rule above used the logs), or they showed demand
-        lasting = [first for first, last in _request_spells(failing, start + 1, hi, w_us) if last - first >= w_us]
+        if _first_in(gauge[0], start, hi) is None:
+            continue  # no gauges: the rule above used the logged requests already
+        # Failing spells lasting W during which the gauges report and never rise above 0.
+        lasting = [(first, last) for first, last in _request_spells(failing, start + 1, hi, w_us)
+                   if last - first >= w_us and _first_in(gauge[0], first, last) is not None
+                   and not _gauge_spells(gauge, first, last, w_us)]
         if not lasting:
             continue
+        first, last = lasting[0]
+        # The counter has not moved since the run began, so an earlier failure of the run
+        # was not served either: the wedge starts there when the gauges read 0 since.
+        earliest = _first_in(failing, start + 1, first)
+        if earliest is not None and not _gauge_spells(gauge, earliest, last, w_us):
+            first = earliest
         detail = (f"suspected (inferred from the logs): generation counter flat while logged requests to "
-                  f"{unit[1]} failed or hung for at least {w_us / US:g}s from {us_to_iso(lasting[0])}, but the "
+                  f"{unit[1]} failed or hung for at least {w_us / US:g}s from {us_to_iso(first)}, but the "
                   f"pod's running/waiting gauges read 0 (frozen gauges: a hang before the gauge update); flat "
                   f"since {us_to_iso(start)}; ends at {_REASONS[why]}")
-        out.append(Window(unit[0], unit[1], WEDGED, lasting[0], end, detail, inferred=True))
+        out.append(Window(unit[0], unit[1], WEDGED, first, end, detail, inferred=True))
     return out
 
 
@@ -791,7 +800,9 @@ def wedged_episodes(
     (wedged windows) or ``pod-down`` (down windows) whose response (or request,
     when unanswered) time falls in the window, each turn in one window only (see
     the module docstring), so they add up to the classes; sleeping windows explain
-    no failure. Wedged windows carry ``corroboration``: what the other signals
+    no failure. ``inferred``: a wedge inferred from failing requests while the
+    pod's gauges read 0 (frozen gauges), not shown by the metrics. Wedged windows
+    carry ``corroboration``: what the other signals
     said (:func:`~.evidence.corroborate`). ``alert_at``: when the live alert
     (``analyze alerts``) would have fired for a wedged or down window, the start
     plus the wedge window (``alert_fires_at`` in queries/pod_alert_onset.sql), or
@@ -806,8 +817,8 @@ def wedged_episodes(
         {"pod": pod, "model_name": model, "kind": kind,
          "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
          "duration_s": float(duration), "failed_turns": int(failed), "detail": detail,
-         "alert_at": alert_at.isoformat() + "Z" if alert_at else None}
-        for pod, model, kind, start, end, duration, failed, detail, alert_at in rows
+         "alert_at": alert_at.isoformat() + "Z" if alert_at else None, "inferred": bool(inferred)}
+        for pod, model, kind, start, end, duration, failed, detail, alert_at, inferred in rows
     ]
     wedged = [(e, (pod, model, start, end)) for e, (pod, model, kind, start, end, *_rest) in zip(out, rows)
               if kind == WEDGED]

@@ -162,7 +162,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
              else "across all models")
     out.print(
         f"{scope} the ladder could address [bold]{summary['ladder_addressable']:,}[/] turns "
-        "(tool-history-5xx, and empty-200-stop with tool history); "
+        "(tool-history-5xx, and empty-200-stop or answer-in-reasoning with tool history); "
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )
     out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
@@ -185,6 +185,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     for note in summary.get("notes") or []:
         out.print(f"[yellow]note:[/] {_t(note)}")
     print_episodes(summary["metrics"].get("episodes") or [], out)
+    print_deployment(summary.get("deployment"), out)
     print_proxy_health(summary, out)
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
@@ -263,12 +264,26 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
         out.print(t)
 
 
+def print_deployment(section: dict[str, Any] | None, out: Console) -> None:
+    """What needs a deployment fix rather than a retry (:mod:`analyzer.outputs.deployment`), one line each."""
+    findings = (section or {}).get("findings") or []
+    if not findings:
+        return
+    out.print("[bold]Deployment fixes[/] (a retry does not mend these)")
+    for f in findings:
+        out.print(f"  {_t(f['message'])}")
+
+
 def print_sizing(s: dict[str, Any], out: Console) -> None:
     """The sizing block: eligible incidents, recovery per rung or the baseline, the conclusion."""
     out.print()
     out.print(f"[bold]Sizing the ladder[/] (GLM: {_t(', '.join(s['models'])) or 'none'})")
     trig = ", ".join(f"{k} {v:,}" for k, v in sorted(s["eligible_by_trigger"].items()))
     out.print(f"  eligible incidents: {s['eligible_incidents']:,}" + (f" ({trig})" if trig else ""))
+    in_reasoning = s["eligible_by_trigger"].get("answer-in-reasoning", 0)
+    if in_reasoning:
+        out.print(f"  answer-in-reasoning (the answer filed as reasoning): {in_reasoning:,} eligible with tool history; "
+                  "a retry may get an answer, the lasting fix is the deployment's reasoning parser")
     out.print(
         f"  tool sessions: {s['tool_sessions']:,}; affected by an eligible failure: {s['sessions_affected']:,} "
         f"({_pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
@@ -403,7 +418,8 @@ def _episode_table(episodes: list[dict[str, Any]], pods: list[str], evidence: bo
     for e, pod in zip(episodes, pods):
         if e["kind"] == "sleeping":
             continue
-        cells = [escape(pod), _t(e["model_name"] or "?"), e["kind"], e["start"].replace("T", " ").removesuffix("Z"),
+        kind = f"{e['kind']} (inferred)" if e.get("inferred") else e["kind"]
+        cells = [escape(pod), _t(e["model_name"] or "?"), kind, e["start"].replace("T", " ").removesuffix("Z"),
                  _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}"]
         if evidence:
             cells.append(_t((e.get("corroboration") or {}).get("text", "")))
@@ -428,6 +444,8 @@ def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
 def _alert_after(e: dict[str, Any]) -> str:
     """When the live alert (`analyze alerts`) would have fired, after the window's start; `no page` when
     the window was shorter than its for: (see queries/pod_alert_onset.sql)."""
+    if e.get("inferred"):
+        return "not seen"  # the alert reads the pod's gauges, which read 0
     if not e.get("alert_at"):
         return "no page"
     from datetime import datetime

@@ -115,7 +115,7 @@ STAND_IN_DESCRIPTION = "Stand-in for the tool `{name}`: its real definition was 
 _REPLAY_COLUMNS = (
     "request_id", "ts", "session_id", "model", "trigger", "outcome", "recovered_at", "attempt_no",
     "rung", "status", "incident_class", "latency_ms", "finish_reason", "prompt_tokens",
-    "completion_tokens", "error", "endpoint", "replayed_at", "refused",
+    "completion_tokens", "error", "endpoint", "replayed_at", "refused", "refused_reason",
 )
 
 
@@ -553,7 +553,7 @@ def store_outcome(con: duckdb.DuckDBPyConnection, o: TurnOutcome, endpoint: str,
     t = o.turn
     rows = [(t.request_id, t.ts, t.session_id, t.model, o.trigger, o.outcome, o.recovered_at, i, a.rung, a.status,
              a.incident_class, a.latency_ms, a.finish_reason, a.prompt_tokens, a.completion_tokens, a.error,
-             endpoint, replayed_at, bool(a.refused)) for i, a in enumerate(o.attempts, 1)]
+             endpoint, replayed_at, bool(a.refused), a.refused_reason) for i, a in enumerate(o.attempts, 1)]
     with transaction(con):
         con.execute("DELETE FROM replay_attempts WHERE request_id = ? AND ts = ?", [t.request_id, t.ts])
         con.executemany(

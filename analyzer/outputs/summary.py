@@ -13,6 +13,7 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.focus import is_glm, like_match
 from analyzer.core.safetext import terminal_text
 from analyzer.online import CLASSES
+from analyzer.outputs.deployment import deployment_findings
 from analyzer.outputs.oncall import build_oncall
 from analyzer.outputs.sizing import build_sizing
 from analyzer.store.asking import ask
@@ -123,6 +124,7 @@ def build_summary(
     ended_total = sum(f for _, f in ended.values())
 
     sizing = build_sizing(con, scope)
+    episodes = wedged_episodes(con, models=models, since=since, until=until) if n_windows else []
     return {
         "time_range": {
             "first": first.isoformat() + "Z" if first else None,
@@ -150,13 +152,14 @@ def build_summary(
         "quarantined_lines": quarantined,
         "quarantine_samples": samples,
         "sizing": sizing,
+        "deployment": deployment_findings(con, scope, episodes),
         "oncall": oncall_summary(con, models=models, since=since, until=until) if with_oncall else None,
         "skipped_files": skipped_files_summary(con),
         "lost_records": lost_records_summary(con, since=since, until=until),
         "slow_completions": slow_completions_summary(con, models=models, since=since, until=until),
         "replicas": replicas_summary(con, models=models, since=since, until=until),
         "metrics": {
-            "episodes": wedged_episodes(con, models=models, since=since, until=until) if n_windows else [],
+            "episodes": episodes,
             "samples": n_samples,
             "windows": n_windows,
             "note": None

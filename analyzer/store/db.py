@@ -550,6 +550,9 @@ def _m010_glm_shapes(con: duckdb.DuckDBPyConnection) -> None:
         -- generation counter was flat and its model's requests failed (frozen gauges);
         -- false for the windows the metrics show, null in rows before 010.
         ALTER TABLE pod_windows ADD COLUMN inferred BOOLEAN;
+        -- log_fields 4: what the upstream said when it refused a rung (vLLM's 400 for a
+        -- thinking_token_budget without a reasoning parser); replay records it too.
+        ALTER TABLE replay_attempts ADD COLUMN refused_reason VARCHAR;
         -- Three new features of analyzer.online.TurnFeatures (answer-in-reasoning,
         -- reasoning-leaked): older label rows were decided by an older rule, so the
         -- derived caches are rebuilt from `records` on the next classification.

@@ -13,7 +13,7 @@ WITH runs AS (
            from_json(get_json_object(ladder, '$.attempts'),
                'ARRAY<STRUCT<rung: STRING, status: INT, incident_class: STRING, latency_ms: BIGINT,
                              finish_reason: STRING, prompt_tokens: BIGINT, completion_tokens: BIGINT,
-                             error: STRING, refused: BOOLEAN>>') AS attempts
+                             error: STRING, refused: BOOLEAN, refused_reason: STRING>>') AS attempts
     FROM turns
     WHERE ladder IS NOT NULL AND json_object_keys(ladder) IS NOT NULL
 )
@@ -29,6 +29,8 @@ SELECT r.request_id, r.session_id, r.ts, r.model, r.trigger, r.outcome, r.recove
        a.attempt.completion_tokens AS completion_tokens,
        a.attempt.error AS error,
        coalesce(a.attempt.refused, false) AS refused,
+       a.attempt.refused_reason AS refused_reason,
+       coalesce(a.attempt.incident_class = 'ok' OR a.attempt.rung = r.recovered_at, false) AS recovered,
        'proxy' AS source
 FROM runs r
 LATERAL VIEW posexplode(r.attempts) a AS i, attempt
@@ -36,6 +38,7 @@ UNION ALL
 SELECT a.request_id, a.session_id, a.ts, a.model, a.trigger, a.outcome, a.recovered_at,
        coalesce(t.in_wedged_window, false), coalesce(t.in_down_window, false),
        a.attempt_no, a.rung, a.status, a.incident_class, a.latency_ms, a.finish_reason,
-       a.prompt_tokens, a.completion_tokens, a.error, coalesce(a.refused, false), 'replay' AS source
+       a.prompt_tokens, a.completion_tokens, a.error, coalesce(a.refused, false), a.refused_reason,
+       coalesce(a.incident_class = 'ok' OR a.rung = a.recovered_at, false), 'replay' AS source
 FROM replay_attempts a
 LEFT JOIN turns t ON t.request_id = a.request_id AND t.ts = a.ts

@@ -23,17 +23,21 @@ from tests.support.upstream import (
     FLATTEN_TRANSCRIPT,
     TOOL_CHOICE_NONE,
     always,
+    answer_in_reasoning,
     completion,
     empty_200_stop,
     fail_on_tool_history_with_tools,
     fail_until,
+    glm53,
     hang_up,
     has_tool_structure,
     length_no_content,
     naked_500,
+    no_reasoning_config,
     ok,
     sequence,
     slow,
+    thinking_disabled,
 )
 from tests.support.repo import REPO
 
@@ -50,7 +54,8 @@ HISTORY = [
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
          for n in ("query", "show_layer", "fly_to")]
 LOG_FIELD_KEYS = {"log_fields_version", "upstream_status", "finish_reason", "max_tokens", "thinking_token_budget",
-                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder_armed", "ladder"}
+                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder_armed", "ladder",
+                  "reasoning_repaired", "thinking_sent"}
 
 
 def client_payload(**extra):
@@ -381,3 +386,84 @@ def test_the_ladder_stops_at_the_callers_deadline_over_http(upstream, make_proxy
     rec = only_response(proxy)
     assert rec["ladder"]["outcome"] == "deadline" and rec["ladder"]["recovered_at"] is None
     assert rec["incident_class"] == rec["final_class"] == "tool-history-5xx"
+
+
+# ---------------------------------------------------------------------------
+# GLM as it fails today, over real HTTP: a GLM-5.3 served as glm-5
+
+
+def test_a_leaked_answer_comes_back_split_and_a_clean_one_byte_for_byte(upstream, make_proxy):
+    proxy = make_proxy()
+    upstream.script = glm53(always(lambda: ok("The total is 61,883 acres.")))
+    # Thinking off, and no override: the normalizer sends false keys (glm-5 reads as GLM-5.0).
+    r = post(proxy, client_payload(enable_thinking=False))
+    assert r.status_code == 200 and upstream.count == 1
+    message = r.json()["choices"][0]["message"]
+    assert message["content"] == "The total is 61,883 acres."
+    assert message["reasoning_content"] == "The user wants the total; check the schema first."
+    rec = proxy.responses()[-1]
+    assert (rec["incident_class"], rec["final_class"], rec["reasoning_repaired"]) == ("reasoning-leaked", "ok", True)
+    assert rec["thinking_sent"] == {"enable_thinking": False, "thinking": False}
+    # Thinking on: the answer as the upstream sent it, to the byte.
+    clean = ok("The total is 61,883 acres.")
+    upstream.reset(glm53(always(clean)))
+    r = post(proxy, client_payload(enable_thinking=True))
+    assert r.status_code == 200 and r.content == clean.body
+    assert proxy.responses()[-1]["reasoning_repaired"] is False
+
+
+def test_with_the_template_override_thinking_off_is_the_lowest_effort_and_nothing_leaks(upstream, make_proxy):
+    proxy = make_proxy(templates={"glm-5": "glm-5.3"})
+    upstream.script = glm53(always(lambda: ok("The total is 61,883 acres.")))
+    r = post(proxy, client_payload(enable_thinking=False))
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "The total is 61,883 acres."
+    sent = upstream.payloads[0]["chat_template_kwargs"]
+    assert sent == {"reasoning_effort": "low"} and not thinking_disabled(upstream.payloads[0])
+    rec = proxy.responses()[-1]
+    assert rec["incident_class"] == "ok" and rec["thinking_sent"] == {"reasoning_effort": "low"}
+
+
+def test_an_answer_in_reasoning_with_tool_history_is_retried_and_logged(upstream, make_proxy):
+    proxy = make_proxy()
+    upstream.script = sequence([answer_in_reasoning(completion_tokens=0), ok])
+    r = post(proxy, client_payload())
+    assert r.status_code == 200 and upstream.count == 2
+    rec = proxy.responses()[-1]
+    assert rec["incident_class"] == "answer-in-reasoning" and rec["ladder"]["recovered_at"] == TOOL_CHOICE_NONE
+    assert rec["ladder"]["attempts"][0]["has_reasoning_text"] is True
+
+
+def test_a_budget_the_server_cannot_take_is_a_refused_rung_with_vllms_words(upstream, make_proxy):
+    proxy = make_proxy(length_recovery=True, answer_reserve=1024)
+    upstream.script = no_reasoning_config(sequence([length_no_content(4096), ok]))
+    r = post(proxy, client_payload(max_tokens=4096))
+    assert r.status_code == 200
+    budget, off = proxy.responses()[-1]["ladder"]["attempts"][1:]
+    assert (budget["rung"], budget["status"], budget["refused"]) == ("thinking_budget", 400, True)
+    assert budget["refused_reason"].startswith("thinking_token_budget is set but reasoning_config is not configured.")
+    assert off["rung"] == "disable_thinking" and off["incident_class"] == "ok"
+
+
+def test_the_analyzer_reads_what_the_proxy_logged_of_these_shapes(upstream, make_proxy, tmp_path):
+    """The proxy's own log, ingested: each turn in its class, the repaired answer counted."""
+    from analyzer.classification.turns import refresh_turns
+    from analyzer.ingestion.logs import ingest
+    from analyzer.outputs.summary import build_summary
+    from analyzer.store.db import connect
+
+    proxy = make_proxy(length_recovery=True, answer_reserve=1024)
+    upstream.script = glm53(always(lambda: ok("The total is 61,883 acres.")))
+    post(proxy, client_payload(enable_thinking=False))
+    upstream.reset(always(answer_in_reasoning))
+    post(proxy, client_payload(messages=[{"role": "user", "content": "q"}]))
+    upstream.reset(no_reasoning_config(sequence([length_no_content(4096), ok])))
+    post(proxy, client_payload(max_tokens=4096))
+    con = connect(tmp_path / "a.duckdb")
+    ingest(con, [str(proxy.log_path)])
+    refresh_turns(con)
+    classes = [c for (c,) in con.execute("SELECT incident_class FROM turns ORDER BY ts").fetchall()]
+    assert classes == ["reasoning-leaked", "answer-in-reasoning", "length-with-no-content"]
+    findings = {f["kind"]: f for f in build_summary(con, with_oncall=False)["deployment"]["findings"]}
+    assert findings["repaired"]["turns"] == 1 and findings["thinking-off-leaks"]["turns"] == 1
+    assert findings["answer-in-reasoning"]["turns"] == 1 and findings["budget-refused"]["turns"] == 1
+    con.close()

@@ -136,7 +136,7 @@ def test_a_non_glm_model_gets_one_upstream_call_and_ladder_armed_false(upstream,
     rec = only_response(proxy)
     assert rec["model"] == "qwen3" and rec["ladder_armed"] is False and rec["ladder"] is None
     assert rec["incident_class"] == rec["final_class"] == "tool-history-5xx"
-    assert rec["log_fields_version"] == LOG_FIELDS_VERSION == 3
+    assert rec["log_fields_version"] == LOG_FIELDS_VERSION == 4
 
 
 # ---------------------------------------------------------------------------

@@ -119,8 +119,13 @@ def describe(response_data: Any) -> dict:
 def create_app(upstream_url: str, log_path: str, *, served: tuple = ("*",), flatten: bool = False,
                length_recovery: bool = False, max_attempts: int | None = None, time_budget_s: float = 60.0,
                caller_deadline_s: float = 300.0, answer_reserve: int = 256, clear_thinking: bool = False,
-               timeout_s: float = 600.0, connect_timeout_s: float = 30.0) -> FastAPI:
-    """A proxy with the real one's seams that runs every chat completion through the ladder."""
+               templates: Optional[Dict[str, str]] = None, timeout_s: float = 600.0,
+               connect_timeout_s: float = 30.0) -> FastAPI:
+    """A proxy with the real one's seams that runs every chat completion through the ladder.
+
+    ``templates`` says which GLM template generation a served name runs
+    (``{"glm-5": "glm-5.3"}``): thinking off then never reaches a GLM-5.3 as a false key.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -209,7 +214,7 @@ def create_app(upstream_url: str, log_path: str, *, served: tuple = ("*",), flat
         # 1. Normalize and validate before any model call.
         try:
             payload = normalize_thinking(payload, model or "", request.enable_thinking,
-                                         clear_thinking=clear_thinking)
+                                         clear_thinking=clear_thinking, templates=templates)
             validate_thinking_budget(payload.get("thinking_token_budget"), payload.get("max_tokens"),
                                      answer_reserve)
         except ClientRequestError as exc:  # refused here: no upstream status, class client-error
@@ -227,7 +232,7 @@ def create_app(upstream_url: str, log_path: str, *, served: tuple = ("*",), flat
         try:
             ladder = await arun_ladder(payload, send, flatten=flatten, length_recovery=length_recovery,
                                        max_attempts=max_attempts, time_budget_s=time_budget_s,
-                                       answer_reserve=answer_reserve, deadline=deadline)
+                                       answer_reserve=answer_reserve, deadline=deadline, templates=templates)
         except asyncio.CancelledError as exc:  # the client hung up: uvicorn cancelled this handler
             ms = int((time.time() - start_time) * 1000)
             log_response(provider, model, {}, ms, error=f"Client disconnected/cancelled after {ms}ms", **ids,

@@ -277,6 +277,39 @@ def glm53_refuses_thinking_off(script: Script) -> Script:
     return refusing(thinking_disabled, script, "thinking.type disabled is not supported by this model")
 
 
+# vLLM's 400 for a thinking_token_budget on a server without a reasoning config.
+NO_REASONING_CONFIG = ("thinking_token_budget is set but reasoning_config is not configured. Please set "
+                       "--reasoning-parser and/or --reasoning-config to use thinking_token_budget.")
+
+
+def answer_in_reasoning(answer: str = "Texas holds 61,883 protected acres.", completion_tokens: int = 12) -> Reply:
+    """The glm45 parser's answer filed as reasoning (sgl-project/sglang#37645): 200, content "", stop."""
+    return completion("", finish_reason="stop", reasoning=answer, completion_tokens=completion_tokens)
+
+
+def glm53(script: Script) -> Script:
+    """A GLM-5.3 behind vLLM's glm47 parser: the template has no off switch, so a payload that
+    switches thinking off (a false ``enable_thinking``/``thinking``) only stops the parser's
+    extraction; the scratchpad and a dangling ``</think>`` land in the content
+    (vllm-project/vllm#54744). ``script`` answers otherwise."""
+    def wrapped(payload: dict) -> Reply:
+        reply = script(payload)
+        if reply.status != 200 or not thinking_disabled(payload):
+            return reply
+        doc = json.loads(reply.body)
+        message = doc["choices"][0]["message"]
+        message["content"] = "The user wants the total; check the schema first.</think>" + (message.get("content") or "")
+        message.pop("reasoning_content", None)
+        return Reply(200, json.dumps(doc).encode(), reply.headers, reply.delay_s, reply.disconnect)
+
+    return wrapped
+
+
+def no_reasoning_config(script: Script) -> Script:
+    """A vLLM started without a reasoning parser/config: 400 to any payload with a thinking budget."""
+    return refusing(lambda p: "thinking_token_budget" in p, script, NO_REASONING_CONFIG)
+
+
 def sequence(replies: Iterable[Reply | Callable[[], Reply]]) -> Script:
     """Answer with each reply in turn; the last one repeats."""
     items = list(replies)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tools.simulator.apps import LOOP_REASONING
 from tools.simulator.clock import US, http_date
-from tools.simulator.draws import pick, ri, uuid4
+from tools.simulator.draws import mix32, pick, ri, uuid4
 from tools.simulator.world import demand
 
 
@@ -45,15 +45,32 @@ _RUNG_RECOVERY = {
                          "flatten_transcript": 0.85},
     "empty-200-stop": {"tool_choice_none": 0.45, "drop_tools": 0.65, "final_answer": 0.80,
                        "flatten_transcript": 0.90},
+    "answer-in-reasoning": {"tool_choice_none": 0.45, "drop_tools": 0.65, "final_answer": 0.80,
+                            "flatten_transcript": 0.90},
     "length-with-no-content": {"thinking_budget": 0.75, "disable_thinking": 0.90},
 }
+
+# GLM as it fails today (the chat templates and vLLM parsers of late 2026), per call,
+# decided by a hash of the request id (no draw of the session's generator, so the rest
+# of the week is what it was):
+# - GLM-5.2 (and 4.6, the same template) under the glm45 parser answers without
+#   thinking now and then, and the parser files the answer as reasoning
+#   (sgl-project/sglang#37645: 0.6% of all completions; here of final answers);
+P_ANSWER_IN_REASONING = 0.04
+# - GLM-5.3 after a tool result sometimes thinks, stops, and reports 0 completion
+#   tokens (mistral-vibe#1116).
+P_ZERO_USAGE = 0.012
+# vLLM's 400 for a thinking_token_budget on a server without a reasoning config (the
+# GLM-5.3 pod runs a vLLM from before the config was made from the parser).
+NO_REASONING_CONFIG = ("thinking_token_budget is set but reasoning_config is not configured. "
+                       "Please set --reasoning-config to use thinking_token_budget.")
 
 
 class Outcome:
     """One upstream exchange as the proxy saw it (success or failure)."""
 
     __slots__ = ("kind", "status", "latency_ms", "content", "reasoning", "tool_calls", "finish",
-                 "usage", "error", "headers", "body", "repaired", "completion_tokens")
+                 "usage", "error", "headers", "body", "repaired", "completion_tokens", "shape")
 
     def __init__(self, kind: str, latency_ms: int, *, status: int | None = None, content: str = "",
                  reasoning: str = "", tool_calls: list | None = None, finish: str | None = None,
@@ -72,6 +89,9 @@ class Outcome:
         self.body = body
         self.repaired = repaired
         self.completion_tokens = completion_tokens
+        # how a GLM parser bent the answer: "" | "in-reasoning" (the answer filed as
+        # reasoning) | "leaked" (the scratchpad and a dangling </think> in the content)
+        self.shape = ""
 
     @property
     def failed(self) -> bool:
@@ -364,6 +384,47 @@ class Faults:
             if s is not None:
                 out = self._ok(want_tools)
                 out.latency_ms = max(300, min(out.latency_ms, (s - t_us) // 1000 - ri(rng, 200, 2000)))
+        # What the proxy sent upstream switches the GLM parser off when the client asked
+        # for thinking off (config.json maps glm-5's flag; the ladder days' normalizer
+        # sends both keys false, knowing no better without a template override).
+        disarmed = self.enable_thinking is False and p.thinking_key
+        return self._glm_answer(out, t_us, want_tools, disarmed)
+
+    def _chance(self, salt: int) -> float:
+        """A per-request draw in [0, 1) from the request id: no draw of the session's generator."""
+        return mix32(int(self.rid, 16) ^ salt) / 2**32
+
+    def _glm_answer(self, out: Outcome, t_us: int, want_tools: bool, disarmed: bool) -> Outcome:
+        """A 200 as the GLM deployment's template and parser bend it (see P_* above)."""
+        weights = self.w.glm_weights(self.model, t_us)
+        if out.kind != "ok" or weights is None:
+            return out
+        if weights == "5.3":
+            if disarmed:  # no off switch: the model thinks on, the parser stopped extracting
+                return self._leaked(out)
+            if self.tool_history and self._chance(0x5A3C_0001) < P_ZERO_USAGE:
+                return self._thinking_only(out)
+            return out
+        if (self.reasoning_on and not want_tools and not out.tool_calls and out.content
+                and self._chance(0x5A3C_0002) < P_ANSWER_IN_REASONING):
+            # Answered without thinking and stopped on EOS: the glm45 parser files it all as reasoning.
+            out.reasoning, out.content, out.finish, out.shape = out.content, "", "stop", "in-reasoning"
+        return out
+
+    def _leaked(self, out: Outcome) -> Outcome:
+        """The scratchpad and a dangling </think> before the answer, in the content."""
+        scratch = self._reasoning_text(ri(self.rng, 1, 2))
+        out.content = scratch + "</think>" + ("\n\n" + out.content if out.content else "")
+        out.reasoning, out.shape = "", "leaked"
+        return out
+
+    def _thinking_only(self, out: Outcome) -> Outcome:
+        """Thousands of reasoning characters, no content, a clean stop, and 0 completion tokens."""
+        out.reasoning = " ".join(LOOP_REASONING for _ in range(ri(self.rng, 6, 12)))
+        out.content, out.tool_calls, out.finish, out.shape = "", [], "stop", "in-reasoning"
+        out.usage = {**(out.usage or {}), "completion_tokens": 0,
+                     "total_tokens": (out.usage or {}).get("prompt_tokens", 0)}
+        out.completion_tokens = 0
         return out
 
     def _sample(self, t_us: int, want_tools: bool) -> Outcome:
@@ -424,16 +485,37 @@ class Faults:
             return self._connect()
         if kind == "wedged":
             return self._naked_500(t_us, ri(rng, 20_000, 60_000))
+        weights = w.glm_weights(self.model, t_us)
+        if rung == "thinking_budget" and weights == "5.3":
+            # The GLM-5.3 pod runs an older vLLM image: its reasoning parser is set, the
+            # reasoning config a budget needs is not (newer vLLM makes it from the parser).
+            body = json.dumps({"object": "error", "message": NO_REASONING_CONFIG, "type": "BadRequestError",
+                               "param": None, "code": 400})
+            return self._http(400, body, {"date": http_date(t_us), "server": "uvicorn",
+                                          "content-length": str(len(body))}, ri(rng, 3, 40))
+        if rung == "thinking_budget" and self.model == "glm-4.6":
+            return self._length()  # MTP speculative decoding on this pod ignores the budget
         p = _RUNG_RECOVERY.get(trigger or "", {}).get(rung, 0.0) * (1 - min(0.5, self.mc / 120))
         if rng.random() < p:
-            if rung == "disable_thinking":
-                return self._ok(False, no_tools=True, thinking=False)
-            return self._ok(False, no_tools=True)
+            out = self._ok(False, no_tools=True, thinking=False if rung == "disable_thinking" else None)
+            if weights == "5.3" and _thinking_off(payload):
+                return self._leaked(out)  # a false key on GLM-5.3: the parser stops, the model thinks on
+            return out
         if trigger == "length-with-no-content":
             return self._length()
         if trigger == "empty-200-stop" and rng.random() < 0.6:
             return self._empty()
+        if trigger == "answer-in-reasoning" and rng.random() < 0.6:
+            out = self._ok(False, no_tools=True)
+            out.reasoning, out.content, out.finish, out.shape = out.content, "", "stop", "in-reasoning"
+            return out
         return self._naked_500(t_us)
+
+
+def _thinking_off(payload: dict) -> bool:
+    """A payload whose chat_template_kwargs switch thinking off (which vLLM's GLM parser reads)."""
+    kwargs = payload.get("chat_template_kwargs") if isinstance(payload, dict) else None
+    return isinstance(kwargs, dict) and (kwargs.get("enable_thinking") is False or kwargs.get("thinking") is False)
 
 
 def copy_outcome(o: Outcome) -> Outcome:

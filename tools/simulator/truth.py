@@ -26,6 +26,7 @@ class _Outcome(Protocol):
     tool_calls: Any
     finish: str | None
     content: Any
+    shape: str
 
 
 class _Week(Protocol):
@@ -104,12 +105,21 @@ def intended_class(out: _Outcome, *, window: str | None, tool_history: bool, fin
 
 
 def answer_class(out: _Outcome, finish_logged: bool) -> str:
-    """The class of a 200 answer."""
-    if out.tool_calls:
-        return "tool-call-stop-mismatch" if (finish_logged and out.finish == "stop") else "ok"
-    if out.content:
+    """The class of a 200 answer.
+
+    A GLM parser's shapes (``out.shape``): the scratchpad leaked into the content is
+    ``reasoning-leaked`` (the user saw it), the answer filed as reasoning
+    ``answer-in-reasoning``.
+    """
+    if out.tool_calls and finish_logged and out.finish == "stop":
+        return "tool-call-stop-mismatch"
+    if out.shape == "leaked":
+        return "reasoning-leaked"
+    if out.tool_calls or out.content:
         return "ok"
-    return "length-with-no-content" if out.finish == "length" else "empty-200-stop"
+    if out.finish == "length":
+        return "length-with-no-content"
+    return "answer-in-reasoning" if out.shape == "in-reasoning" else "empty-200-stop"
 
 
 def ladder_truth(result: Any) -> dict | None:

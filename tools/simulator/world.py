@@ -51,7 +51,9 @@ class Episode:
     ``kind`` is ``"wedged"`` or ``"down"`` for the episodes the analyzer must find;
     :attr:`SimulatedWeek.non_episodes` uses ``"quiet"`` (flat counters, no demand),
     ``"restart"`` (a counter reset) and ``"scrape-gap"`` (Prometheus missed scrapes)
-    for look-alikes that are *not* episodes.
+    for look-alikes that are *not* episodes. A ``frozen`` wedge's running and
+    waiting gauges read 0 throughout (the engine hung before the gauge update): the
+    analyzer can only infer it from the requests that fail inside it.
     """
 
     kind: str
@@ -60,6 +62,7 @@ class Episode:
     start: datetime
     end: datetime
     note: str = ""
+    frozen: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The episode as a JSON-ready dict (ISO timestamps with ``Z``)."""
@@ -70,6 +73,7 @@ class Episode:
             "start": iso_seconds(self.start),
             "end": iso_seconds(self.end),
             "note": self.note,
+            **({"frozen": True} if self.frozen else {}),
         }
 
 
@@ -179,6 +183,7 @@ class Scenario:
     bursts: tuple[Burst, ...]
     runs: tuple[Run, ...]
     credit_outages: tuple[tuple[int, int], ...]  # OpenRouter answers 402 in these windows
+    glm53_from_us: int | None = None  # from then on glm-5 is served by GLM-5.3 weights (same name)
 
 
 def _at(start: datetime, day: int, hms: str) -> datetime:
@@ -217,6 +222,9 @@ def default_scenario(start: datetime, days: int) -> Scenario:
 
     glm_old, glm_new = "glm-5-vllm-6f9c7d8b5-k7m2q", "glm-5-vllm-6f9c7d8b5-r4t8w"
     down_start, down_end = at(3, "17:25:00"), at(3, "17:35:00")
+    # The replacement hangs during Friday's benchmark run before its gauges update,
+    # and the operator restarts it on GLM-5.3 weights, still served as glm-5.
+    frozen_start, glm53 = at(4, "18:10:00"), at(4, "18:40:00")
     episodes = [
         Episode("wedged", "glm-5", glm_old, at(1, "20:10:00"), at(1, "20:35:00"),
                 "engine stuck during a workshop burst; recovered on its own"),
@@ -224,6 +232,9 @@ def default_scenario(start: datetime, days: int) -> Scenario:
                 "engine stuck; the operator deleted the pod at the end"),
         Episode("down", "glm-5", glm_new, down_start, down_end,
                 "replacement pod loading weights: up == 0, connections refused"),
+        Episode("wedged", "glm-5", glm_new, frozen_start, glm53,
+                "engine hung before its gauges updated: running and waiting read 0 (frozen gauges); "
+                "the operator restarted the pod on GLM-5.3 weights at the end", frozen=True),
     ]
     non_episodes = [
         Episode("quiet", "glm-5", glm_old, at(2, "07:00:00"), at(2, "13:00:00"),
@@ -236,13 +247,14 @@ def default_scenario(start: datetime, days: int) -> Scenario:
     vllm_pods = [
         VllmPod("glm-5", glm_old, "10.244.17.23:8000", None, down_start - timedelta(seconds=30),
                 1_843_311_245, (), 260.0),
-        VllmPod("glm-5", glm_new, "10.244.19.41:8000", down_start, None, 0, (), 260.0),
+        VllmPod("glm-5", glm_new, "10.244.19.41:8000", down_start, None, 0, (glm53,), 260.0),
         VllmPod("qwen3", "qwen3-vllm-7c6d9f8b4-j5w2h", "10.244.11.7:8000", None, None, 2_210_774_903,
                 (at(2, "11:02:10"),), 180.0),
     ]
     bursts = [
         Burst(to_us(at(1, "19:30:00")), to_us(at(1, "21:00:00")), 3.0),  # a workshop on ca-30x30
         Burst(to_us(at(3, "16:00:00")), to_us(at(3, "18:00:00")), 2.5),  # a demo
+        Burst(to_us(at(4, "18:00:00")), to_us(at(4, "19:00:00")), 3.0),  # Friday's benchmark run draws users in
     ]
     runs = [
         Run(to_us(at(2, "20:00:00")), to_us(at(2, "21:30:00")), "ca-30x30", "/agent_runner_bench3",
@@ -265,6 +277,7 @@ def default_scenario(start: datetime, days: int) -> Scenario:
         bursts=tuple(b for b in bursts if b.start_us < to_us(end)),
         runs=tuple(r for r in runs if r.end_us <= to_us(end)),
         credit_outages=tuple(c for c in credit if c[1] <= to_us(end)),
+        glm53_from_us=to_us(glm53) if glm53 < end else None,
     )
 
 
@@ -305,6 +318,7 @@ class World:
         self.quiet = [(e.model_name, to_us(e.start) - 90 * 60 * US, to_us(e.end)) for e in quiet]
         self.quiet_hard = [(e.model_name, to_us(e.start), to_us(e.end)) for e in quiet]
         self.credit_outages = sc.credit_outages
+        self.glm53_from_us = sc.glm53_from_us
         self._system_prompts: dict[tuple[str, str | None], tuple[str, str, int]] = {}
         self._tool_defs: dict[str, list] = {}
         mix_total = sum(w for _, w in MODEL_MIX)
@@ -354,6 +368,13 @@ class World:
             if s <= t_us < e:
                 return kind
         return None
+
+    def glm_weights(self, model: str, t_us: int) -> str | None:
+        """Which GLM weights serve ``model`` at ``t_us``: ``"5.3"`` after the restart, ``"5.2"``
+        (the GLM-4.5 to 5.2 template) for the other self-hosted GLMs, None otherwise."""
+        if model == "glm-5" and self.glm53_from_us is not None and t_us >= self.glm53_from_us:
+            return "5.3"
+        return "5.2" if model in ("glm-5", "glm-4.6") else None
 
     def window_end(self, model: str, t_us: int) -> int:
         """The end of the episode of ``model`` around ``t_us`` (``t_us`` outside one)."""

@@ -164,6 +164,72 @@ def test_two_overlapping_windows_of_one_model_share_their_failures_not_double_th
 
 
 # ---------------------------------------------------------------------------
+# Frozen gauges: a wedge whose running/waiting gauges read 0 (vllm-project/vllm PR
+# #46811's incident: the hang came before the gauge update)
+
+
+def timeouts(minutes_of_scrapes: list[int], model="glm-5"):
+    """Requests that hung until the proxy's read timeout (60 s here), logged when it fired."""
+    recs = []
+    for i, k in enumerate(minutes_of_scrapes):
+        ts = datetime.fromtimestamp(t_of(k), tz=timezone.utc)
+        rid = f"f{i:07x}"
+        recs += [request(rid, ts, session=f"s-f{i}", model=model),
+                 response_error(rid, ts + timedelta(seconds=60), "Request timed out after 60000ms",
+                                latency_ms=60_000, model=model, session=f"s-f{i}")]
+    return recs
+
+
+def test_a_wedge_whose_gauges_read_zero_is_inferred_from_the_failing_requests(tmp_path, con):
+    labels = {"pod": "glm-5-0", "namespace": "llm", "model_name": "glm-5", "engine": "0"}
+    rows = series_rows(phases(("busy", 10), ("stuck", 20), ("busy", 10)), labels)
+    ingest(con, [str(write_jsonl(tmp_path / "logs.jsonl", tool_500s([12, 15, 18]) + timeouts([21, 24])))])
+    load(con, tmp_path, rows)
+    found = con.execute("SELECT pod, kind, epoch(start_ts)::BIGINT, epoch(end_ts)::BIGINT, inferred, detail "
+                        "FROM pod_windows").fetchall()
+    assert len(found) == 1
+    pod, kind, start, end, inferred, detail = found[0]
+    # From the first failing request (it arrived 60 ms before its 500 was logged) to the next increase.
+    assert (pod, kind, inferred, end) == ("llm/glm-5-0", "wedged", True, t_of(30))
+    assert t_of(12) < start <= t_of(12) + 3
+    assert "inferred from the logs" in detail and "gauges read 0" in detail
+    refresh_turns(con)
+    rows = con.execute("SELECT incident_class, evidence, count(*) FROM turns GROUP BY ALL").fetchall()
+    assert sorted(rows) == [("wedged-pod", "inferred", 5)]
+    assert [(e["pod"], e["failed_turns"]) for e in wedged_episodes(con)] == [("llm/glm-5-0", 5)]
+
+
+def test_gauges_at_zero_without_failing_requests_are_a_quiet_pod(tmp_path, con):
+    labels = {"pod": "glm-5-0", "namespace": "llm", "model_name": "glm-5", "engine": "0"}
+    load(con, tmp_path, series_rows(phases(("busy", 10), ("stuck", 20), ("busy", 10)), labels))
+    assert windows(con) == []
+    # Refused requests (4xx) are no evidence that the pod hung.
+    recs = []
+    for i, k in enumerate([12, 15, 18, 21]):
+        ts = datetime.fromtimestamp(t_of(k), tz=timezone.utc)
+        recs += [request(f"e{i:07x}", ts, session="s-e"),
+                 response_error(f"e{i:07x}", ts + timedelta(seconds=1), 'Provider returned 400: {"error": "bad"}',
+                                session="s-e")]
+    ingest(con, [str(write_jsonl(tmp_path / "logs.jsonl", recs))])
+    load(con, tmp_path, series_rows(phases(("busy", 10), ("stuck", 20), ("busy", 10)), labels), name="m2.csv")
+    assert windows(con) == []
+
+
+def test_failures_while_a_sibling_generates_are_not_pinned_on_a_quiet_pod(tmp_path, con):
+    # glm-5-1 serves the model all along; glm-5-0 sits idle with its gauges at 0. The
+    # failures may be anyone's: no pod is suspected (the limit the docs state).
+    a = {"pod": "glm-5-0", "namespace": "llm", "model_name": "glm-5", "engine": "0"}
+    rows = series_rows(phases(("busy", 10), ("stuck", 20), ("busy", 10)), a)
+    rows += series_rows(phases(("busy", 40)), {**a, "pod": "glm-5-1"})
+    ingest(con, [str(write_jsonl(tmp_path / "logs.jsonl", tool_500s([12, 15, 18, 21, 24])))])
+    load(con, tmp_path, rows)
+    assert windows(con) == []
+    refresh_turns(con)
+    assert dict(con.execute("SELECT incident_class, count(*) FROM turns GROUP BY ALL").fetchall()) == {
+        "tool-history-5xx": 5}
+
+
+# ---------------------------------------------------------------------------
 # Sleep
 
 

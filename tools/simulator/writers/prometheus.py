@@ -65,7 +65,8 @@ def write_prometheus_exports(week: SimulatedWeek, root: str | os.PathLike) -> li
     gen = [[0.0] * n for _ in pods]
     running = [[0] * n for _ in pods]
     waiting = [[0] * n for _ in pods]
-    windows = [(e.model_name, to_us(e.start), to_us(e.end), e.kind)
+    # A frozen wedge is a wedge whose gauges never saw its requests (they read 0).
+    windows = [(e.model_name, to_us(e.start), to_us(e.end), "frozen" if e.frozen else e.kind)
                for e in (*sc.episodes, *sc.non_episodes) if e.kind in ("wedged", "down", "quiet")]
     gaps = [(to_us(e.start), to_us(e.end)) for e in sc.non_episodes if e.kind == "scrape-gap"]
 
@@ -128,7 +129,7 @@ def write_prometheus_exports(week: SimulatedWeek, root: str | os.PathLike) -> li
         for k in range(n):
             t = t0 + k * step
             w = window_of(pod.model_name, t)
-            if w in ("wedged", "down", "quiet") or not (firsts[i] <= t <= lasts[i]):
+            if w in ("wedged", "frozen", "down", "quiet") or not (firsts[i] <= t <= lasts[i]):
                 bg = 0.0
             else:
                 bg = pod.background_tokens_per_s * demand(t) * _PROMETHEUS_STEP_S * rng.uniform(0.5, 1.5)
@@ -140,6 +141,8 @@ def write_prometheus_exports(week: SimulatedWeek, root: str | os.PathLike) -> li
                 stuck = stuck or ri(rng, 4, 7)
                 gen_k = 0.0
                 run_k, wait_k = stuck, waiting[i][k] + ri(rng, 0, 2)
+            elif w == "frozen":
+                gen_k, run_k, wait_k = 0.0, 0, 0
             else:
                 stuck = 0
                 gen_k = gen[i][k] + bg
