@@ -59,6 +59,8 @@ from tests.support.upstream import (  # noqa: E402
     TOOL_CHOICE_NONE,
     FaultyUpstream,
     Reply,
+    answer_in_reasoning,
+    completion,
     empty_200_stop,
     hang_up,
     naked_500,
@@ -66,6 +68,7 @@ from tests.support.upstream import (  # noqa: E402
     payload_rung,
     rate_limited,
     slow,
+    thinking_disabled,
 )
 
 PINNED_COMMIT = "2494c080a672eabc8ead0532c79df123e9a2007e"
@@ -99,6 +102,12 @@ def delayed(reply: Callable[[], Reply], seconds: float) -> Callable[[], Reply]:
     return lambda: slow(reply(), seconds)
 
 
+def leaked() -> Reply:
+    """A GLM-5.3 answer whose scratchpad and dangling </think> reached the content
+    (thinking "off" sent as a false key: vllm-project/vllm#54744)."""
+    return completion("The user asks for a share; the schema has it.</think>" + ANSWER)
+
+
 def refused_422() -> Reply:
     body = json.dumps({"object": "error", "message": "tool_choice 'none' is not supported", "code": 422})
     return Reply(422, body.encode(), (("server", "uvicorn"), ("content-type", "application/json")))
@@ -120,6 +129,7 @@ class Case:
     tool_history: bool = True
     body: dict = field(default_factory=dict)  # extra request fields
     kwargs: dict | None = None  # chat_template_kwargs the upstream must receive (None: none sent)
+    no_false_key: bool = False  # no call may carry a false enable_thinking/thinking (a GLM-5.3 template)
     budget: int | None = None  # thinking_token_budget the upstream must receive
     detail: str | None = None  # text the client's error detail must contain
 
@@ -136,7 +146,7 @@ class Case:
 
 
 O, T, D, F = ORIGINAL, TOOL_CHOICE_NONE, DROP_TOOLS, FINAL_ANSWER
-TH5, E200 = "tool-history-5xx", "empty-200-stop"
+TH5, E200, AIR = "tool-history-5xx", "empty-200-stop", "answer-in-reasoning"
 CASES: tuple[Case, ...] = (
     Case("glm-ok", {"*": ok}, 200, (O,), "ok", "ok"),
     Case("glm-500-fixed-at-tool-choice-none", {O: naked_500, "*": ok}, 200, (O, T), TH5, "ok",
@@ -173,6 +183,24 @@ CASES: tuple[Case, ...] = (
     Case("glm-streaming", {"*": ok}, 400, (), "client-error", "client-error", body={"stream": True}),
     Case("unrouted-model", {"*": ok}, 400, (), "client-error", "client-error", model="no-such-model"),
     Case("glm-provider-key-missing", {"*": ok}, 500, (), "other-5xx", "other-5xx", model="glm-nokey"),
+    # GLM as it fails today. glm-5-next is configured as GLM-5.3 (thinking_templates):
+    # thinking off is reasoning_effort low, the injected false key taken out.
+    Case("glm53-thinking-off", {"*": ok}, 200, (O,), "ok", "ok", model="glm-5-next",
+         body={"enable_thinking": False}, kwargs={"reasoning_effort": "low"}, no_false_key=True),
+    Case("glm53-thinking-on", {"*": ok}, 200, (O,), "ok", "ok", model="glm-5-next",
+         body={"enable_thinking": True}, kwargs={"enable_thinking": True, "clear_thinking": False},
+         no_false_key=True),
+    # A GLM of a vLLM provider without its own thinking_models entry still gets the normalizer's keys.
+    Case("glm53-unlisted-thinking-off", {"*": ok}, 200, (O,), "ok", "ok", model="glm-53",
+         body={"enable_thinking": False}, kwargs={"reasoning_effort": "low"}, no_false_key=True),
+    Case("glm53-500-every-rung-no-false-key", {"*": naked_500}, 502, (O, T, D, F), TH5, TH5, "exhausted",
+         model="glm-5-next", body={"enable_thinking": False}, kwargs={"reasoning_effort": "low"},
+         no_false_key=True),
+    # glm-5 without the override: false keys, the scratchpad leaks, the ladder splits it out.
+    Case("glm-leak-repaired", {"*": leaked}, 200, (O,), "reasoning-leaked", "ok",
+         body={"enable_thinking": False}, kwargs={"enable_thinking": False, "thinking": False}),
+    Case("glm-in-reasoning-fixed-tool-choice", {O: answer_in_reasoning, "*": ok}, 200, (O, T),
+         AIR, "ok", "recovered", T),
 )
 BY_NAME = {c.name: c for c in CASES}
 
@@ -240,8 +268,10 @@ def proxy_config(upstream_url: str) -> dict:
     return {
         "providers": {
             "nrp": {"endpoint": upstream_url, "api_key_env": "TRIAL_UPSTREAM_KEY",
-                    "models": ["glm-5", "qwen3"], "model_prefixes": [],
-                    "thinking_models": {"glm-5": "enable_thinking", "qwen3": "enable_thinking"}},
+                    "models": ["glm-5", "qwen3", "glm-5-next", "glm-53"], "model_prefixes": [],
+                    "thinking_models": {"glm-5": "enable_thinking", "qwen3": "enable_thinking",
+                                        "glm-5-next": "enable_thinking"},
+                    "thinking_templates": {"glm-5-next": "glm-5.3", "glm-53": "GLM-5.3"}},
             "keyless": {"endpoint": upstream_url, "api_key_env": "TRIAL_KEY_THAT_IS_NOT_SET",
                         "models": ["glm-nokey"], "model_prefixes": []},
         },
@@ -402,6 +432,9 @@ def check_turn(case: Case, client: tuple[int | None, Any], seen: list[tuple[str,
             bad["upstream"].append(f"chat_template_kwargs {first.get('chat_template_kwargs')}, expected {case.kwargs}")
         if first.get("thinking_token_budget") != case.budget:
             bad["upstream"].append(f"thinking_token_budget {first.get('thinking_token_budget')}")
+    if case.no_false_key:
+        bad["upstream"] += [f"a false thinking key on {rung}: {payload.get('chat_template_kwargs')}"
+                            for rung, payload, _ in seen if thinking_disabled(payload)]
     if rec is None:
         bad["log"].append("no response record")
     else:
@@ -477,7 +510,7 @@ def report(per_case: int, client: dict, script: Script, log: dict, turns: dict, 
     print("\nPer rung: ladders started / rungs reached / recovered there / refused (400, 422). injected = what "
           "the upstream\nreceived and answered; sizing = analyze sql sizing_ladder_rungs; summary = analyze sql "
           "ladder_summary (all models)")
-    head = f"{'trigger':18} {'rung':18} {'injected':>14} {'sizing':>14} {'summary':>14}  agree"
+    head = f"{'trigger':20} {'rung':18} {'injected':>14} {'sizing':>14} {'summary':>14}  agree"
     print(head)
     print("-" * len(head))
     injected = injected_rungs(script)
@@ -494,7 +527,7 @@ def report(per_case: int, client: dict, script: Script, log: dict, turns: dict, 
         same = a == b == c
         problems += not same
         fmt = lambda v: "-" if v is None else "/".join(map(str, v))  # noqa: E731
-        print(f"{key[0]:18} {key[1]:18} {fmt(a):>14} {fmt(b):>14} {fmt(c):>14}  {'yes' if same else 'NO'}")
+        print(f"{key[0]:20} {key[1]:18} {fmt(a):>14} {fmt(b):>14} {fmt(c):>14}  {'yes' if same else 'NO'}")
     return problems
 
 
