@@ -102,7 +102,8 @@ def deployment_findings(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
     for e in episodes or []:
         if e.get("inferred"):
             add("frozen-gauges", e["model_name"], e["failed_turns"],
-                f"{e['pod'] or '?'} ({e['model_name']}): a suspected wedge from {e['start']}: its generation counter "
+                f"{e['pod'] or '?'} ({e['model_name']}): a suspected wedge from {e['start'][:19].replace('T', ' ')} "
+                "UTC: its generation counter "
                 "was flat while requests failed, but its running/waiting gauges read 0 (frozen gauges); the live "
                 "alert cannot see it")
 

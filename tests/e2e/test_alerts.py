@@ -15,10 +15,12 @@ them), where they fail.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -150,8 +152,17 @@ def test_alerts_agree_with_the_offline_windows_on_the_sample_week(tmp_path):
     tool("promtool"), tool("prometheus")
     result = agreement(workdir=tmp_path)
     print("\n" + result.figure())
-    assert {w["kind"] for w in result.windows} == {"wedged", "down"} and len(result.windows) == 3
+    assert {w["kind"] for w in result.windows} == {"wedged", "down"} and len(result.windows) == 2
     assert not result.missed, result.figure()
     assert not result.outside, result.figure()
     assert not result.late, result.figure()
     assert result.ok
+    # The wedge whose gauges read 0 (frozen gauges) is what the alert cannot see: it never
+    # fires there, and the metrics alone make no window of it either; the analyzer
+    # infers it from the logs (docs/runbook.md says so).
+    truth = json.loads((REPO / "sample_logs" / "ground_truth.json").read_text())
+    frozen = [e for e in truth["episodes"] if e.get("frozen")]
+    assert len(frozen) == 1
+    lo = datetime.fromisoformat(frozen[0]["start"].replace("Z", "+00:00")).timestamp()
+    hi = datetime.fromisoformat(frozen[0]["end"].replace("Z", "+00:00")).timestamp()
+    assert not [iv for iv in result.intervals if iv.first < hi and iv.last > lo]

@@ -376,7 +376,10 @@ def test_sample_week_report_in_chromium(chromium_path, tmp_path):
         truth = sample_truth()
         assert page.evaluate("document.querySelector('[data-metric=turns]').innerText") == f"{truth['turns']:,}"
         windows = table(page, "#windows-table")
-        assert [row[0] for row in windows[1:]] == [e[0] for e in truth["episodes"]]
+        # A wedge with frozen gauges is inferred from the logs, and says so.
+        assert [row[0] for row in windows[1:]] == [e[0] + (" (inferred)" if e[4] else "") for e in truth["episodes"]]
+        findings = page.evaluate("[...document.querySelectorAll('#deployment-findings li')].map(li => li.dataset.kind)")
+        assert {"answer-in-reasoning", "thinking-off-leaks", "repaired", "budget-refused", "frozen-gauges"} <= set(findings)
         assert sum(int(row[7]) for row in windows[1:]) == (  # "failures inside"; corroboration follows
             truth["failure_classes"]["wedged-pod"] + truth["failure_classes"]["pod-down"])
         classes = {row[0]: row[1] for row in table(page, "#headline-classes")[1:]}

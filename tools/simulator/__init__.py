@@ -47,11 +47,23 @@ The week's scenario (times relative to ``start``, a Monday 00:00 UTC):
 - from Sat 00:02 the proxy runs :mod:`analyzer.online`: its response records carry
   the fields of :func:`analyzer.online.log_fields`, produced by really calling
   :func:`analyzer.online.run_ladder` against a simulated upstream;
-- the glm-5 vLLM pod is *wedged* Tue 20:10-20:35 and Thu 16:35-17:25 (``up == 1``,
-  the generation counter flat, requests stuck running), then *down* Thu 17:25-17:35
-  while its replacement loads (``up == 0``, ``ConnectError``); Wed 07:00-13:00 is a
-  quiet night with flat counters and no demand (not a wedge); the qwen3 pod restarts
-  Wed 11:02 (a counter reset); Prometheus misses scrapes Fri 05:10-05:15.
+- the glm-5 vLLM pod is *wedged* Tue 20:10-20:35 (``up == 1``, the generation
+  counter flat, requests stuck running) and Thu 16:35-17:25 with *frozen gauges*
+  (the engine hung before its gauge update: running and waiting read 0, so only the
+  failing requests show it), then *down* Thu 17:25-17:35 while its replacement
+  loads (``up == 0``, ``ConnectError``); Wed 07:00-13:00 is a quiet night with flat
+  counters and no demand (not a wedge); the qwen3 pod restarts Wed 11:02 (a counter
+  reset); Prometheus misses scrapes Fri 05:10-05:15;
+- GLM as it fails today: until Fri 18:40 glm-5 runs GLM-5.2 weights (glm-4.6 the
+  same template) whose glm45 parser now and then files an answer given without
+  thinking as reasoning (``answer-in-reasoning``); at Fri 18:40 the operator restarts
+  the replacement pod on GLM-5.3 weights, still served as ``glm-5``: its template has
+  no off switch, so every thinking-off request leaks its scratchpad and a dangling
+  ``</think>`` into the content (``reasoning-leaked``; on the ladder days the proxy,
+  knowing no template override, sends the false keys and splits the leak out of the
+  answer), a GLM-5.3 turn after a tool result sometimes thinks, stops and reports 0
+  completion tokens, and the pod's older vLLM refuses ``thinking_token_budget`` for
+  lack of a reasoning config (the ladder's budget rung is refused).
 
 Ground truth classes follow the design's rule applied to the truth: a 5xx is
 ``tool-history-5xx`` when the transcript carries tool history anywhere, failures of the glm-5 pod inside a wedged/down window are ``wedged-pod`` /

@@ -222,19 +222,17 @@ def default_scenario(start: datetime, days: int) -> Scenario:
 
     glm_old, glm_new = "glm-5-vllm-6f9c7d8b5-k7m2q", "glm-5-vllm-6f9c7d8b5-r4t8w"
     down_start, down_end = at(3, "17:25:00"), at(3, "17:35:00")
-    # The replacement hangs during Friday's benchmark run before its gauges update,
-    # and the operator restarts it on GLM-5.3 weights, still served as glm-5.
-    frozen_start, glm53 = at(4, "18:10:00"), at(4, "18:40:00")
+    # On Friday evening the operator restarts the replacement on GLM-5.3 weights,
+    # still served as glm-5.
+    glm53 = at(4, "18:40:00")
     episodes = [
         Episode("wedged", "glm-5", glm_old, at(1, "20:10:00"), at(1, "20:35:00"),
                 "engine stuck during a workshop burst; recovered on its own"),
         Episode("wedged", "glm-5", glm_old, at(3, "16:35:00"), at(3, "17:25:00"),
-                "engine stuck; the operator deleted the pod at the end"),
+                "engine hung before its gauges updated: running and waiting read 0 (frozen gauges); "
+                "the operator deleted the pod at the end", frozen=True),
         Episode("down", "glm-5", glm_new, down_start, down_end,
                 "replacement pod loading weights: up == 0, connections refused"),
-        Episode("wedged", "glm-5", glm_new, frozen_start, glm53,
-                "engine hung before its gauges updated: running and waiting read 0 (frozen gauges); "
-                "the operator restarted the pod on GLM-5.3 weights at the end", frozen=True),
     ]
     non_episodes = [
         Episode("quiet", "glm-5", glm_old, at(2, "07:00:00"), at(2, "13:00:00"),
@@ -254,7 +252,6 @@ def default_scenario(start: datetime, days: int) -> Scenario:
     bursts = [
         Burst(to_us(at(1, "19:30:00")), to_us(at(1, "21:00:00")), 3.0),  # a workshop on ca-30x30
         Burst(to_us(at(3, "16:00:00")), to_us(at(3, "18:00:00")), 2.5),  # a demo
-        Burst(to_us(at(4, "18:00:00")), to_us(at(4, "19:00:00")), 3.0),  # Friday's benchmark run draws users in
     ]
     runs = [
         Run(to_us(at(2, "20:00:00")), to_us(at(2, "21:30:00")), "ca-30x30", "/agent_runner_bench3",

@@ -36,6 +36,8 @@ from analyzer.outputs.report.context import (
     BreakdownRow,
     BreakdownsSection,
     CapRow,
+    DeploymentFinding,
+    DeploymentSection,
     ClassCount,
     ErrorGroup,
     Headline,
@@ -54,6 +56,7 @@ from analyzer.outputs.report.context import (
     ProviderIncident,
     QuarantineSample,
     RateLimitBurst,
+    ReasoningRow,
     Recovery,
     ReplicaRow,
     ReplicasSection,
@@ -272,7 +275,8 @@ def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindo
             pod=redact(e["pod"]) or "", model_name=redact(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
             corroboration=redact((e.get("corroboration") or {}).get("text")),
-            alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None))
+            alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None,
+            inferred=bool(e.get("inferred"))))
     return out
 
 
@@ -584,6 +588,20 @@ def _log_label(value: str | None, missing: str) -> str:
     return terminal_text(value) if value is not None else missing
 
 
+def _deployment(summary_all: dict[str, Any]) -> DeploymentSection:
+    """The summary's ``deployment`` block (every model), names and messages redacted."""
+    d = summary_all["deployment"]
+    return DeploymentSection(
+        findings=[DeploymentFinding(kind=f["kind"], model=_log_label(f["model"], "(none)"), turns=f["turns"],
+                                    message=redact(f["message"]) or "") for f in d["findings"]],
+        reasoning=[ReasoningRow(model=_log_label(r["model"], "(none)"),
+                                **{k: r[k] for k in ("answer_in_reasoning", "answer_in_reasoning_tool_history",
+                                                     "reasoning_leaked", "leaked_after_thinking_off", "repaired")})
+                   for r in d["reasoning"]],
+        repaired=d["repaired"],
+    )
+
+
 def _replicas(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> ReplicasSection:
     """Replicas and lost records, from the summary's ``replicas``, ``lost_records`` and ``slow_completions``."""
     rows = []
@@ -706,6 +724,7 @@ def build_context(
         positions=_positions(con, p),
         length_budget=_length_budget(con, p),
         top_sessions=_top_sessions(con, p),
+        deployment=_deployment(summary_all),
         oncall=_oncall(summary_all["oncall"]),
         replicas=_replicas(con, summary_all),
         methods=_methods(con, p, period, summary_all, generated_at),

@@ -48,6 +48,11 @@ CLASS_COLORS: dict[str, str] = {
     "client-cancelled": "#c5b0d5",
     "unanswered": "#c49c94",
     "tool-call-stop-mismatch": "#1f77b4",
+    "answer-in-reasoning": "#ffbb78",
+    "reasoning-leaked": "#dbdb8d",
+    "no-answer-200": "#98df8a",
+    "connect-timeout": "#ff9896",
+    "late-200": "#c7c7c7",
 }
 WINDOW_COLORS = {"wedged": "#d62728", "down": "#555555"}
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"

@@ -71,7 +71,12 @@ class PodWindow(_Model):
     alert_at: datetime | None = Field(
         default=None,
         description="When the live alert (`analyze alerts`: VLLMPodWedged / VLLMPodDown) would have fired: the start "
-                    "plus the wedge window (its `for:`); None when the window was shorter (no page).",
+                    "plus the wedge window (its `for:`); None when the window was shorter (no page), or inferred.",
+    )
+    inferred: bool = Field(
+        default=False,
+        description="A wedge inferred from failing requests while the pod's running/waiting gauges read 0 (frozen "
+                    "gauges): the metrics alone do not show it, and the live alert cannot see it.",
     )
 
 
@@ -523,6 +528,35 @@ class SlowModelRow(_Model):
     max_ms: int | None = Field(description="The longest completion a warning reported, in milliseconds.")
 
 
+class DeploymentFinding(_Model):
+    """One thing that needs a deployment fix rather than a retry (analyzer.outputs.deployment)."""
+
+    kind: str = Field(description="`answer-in-reasoning`, `thinking-off-leaks`, `reasoning-leaked`, `repaired`, "
+                                  "`budget-refused`, `budget-never-recovered` or `frozen-gauges`.")
+    model: str = Field(description="The model (or, for frozen gauges, the metric model name).")
+    turns: int = Field(description="The turns (or tries, for the budget rung) it rests on.")
+    message: str = Field(description="The finding in one sentence, with the fix.")
+
+
+class ReasoningRow(_Model):
+    """Per model: answers filed as reasoning, reasoning leaked into the content, answers repaired."""
+
+    model: str = Field(description="The model, GLM first.")
+    answer_in_reasoning: int = Field(description="Turns classed `answer-in-reasoning`.")
+    answer_in_reasoning_tool_history: int = Field(description="Of those, with tool history (the ladder retries them).")
+    reasoning_leaked: int = Field(description="Turns classed `reasoning-leaked`.")
+    leaked_after_thinking_off: int = Field(description="Of those, after a request asking for thinking off.")
+    repaired: int = Field(description="Answers whose leaked think block the proxy split out (`reasoning_repaired`).")
+
+
+class DeploymentSection(_Model):
+    """What needs a deployment fix rather than a retry: GLM parsers, templates, budgets, frozen gauges (every model)."""
+
+    findings: list[DeploymentFinding] = Field(description="One per model and kind, as the summary prints them.")
+    reasoning: list[ReasoningRow] = Field(description="The rows of the question `reasoning_findings`.")
+    repaired: int = Field(description="Answers repaired in all.")
+
+
 class ReplicasSection(_Model):
     """Replicas and lost records: turns per proxy replica, the proxy's own word on lost records, slow warnings."""
 
@@ -596,6 +630,7 @@ class ReportContext(_Model):
     positions: PositionSection = Field(description="Failures by session position and tool-history depth.")
     length_budget: LengthBudgetSection = Field(description="length-with-no-content against the budget.")
     top_sessions: TopSessionsSection = Field(description="The top failing sessions with their turns.")
+    deployment: DeploymentSection = Field(description="What needs a deployment fix rather than a retry.")
     oncall: OnCallSection = Field(description="What on-call looks at: incidents, crashes, 429 bursts, latency, tokens, errors.")
     replicas: ReplicasSection = Field(description="Turns per proxy replica, records the proxy says it lost, slow warnings.")
     methods: Methods = Field(description="The methods footer.")

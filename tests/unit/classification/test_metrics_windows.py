@@ -393,6 +393,7 @@ def test_a_tool_history_500_inside_a_wedge_is_wedged_pod(tmp_path, con):
         "start": "2026-11-16T14:07:30Z", "end": "2026-11-16T14:12:30Z", "duration_s": 300.0,
         "failed_turns": 1, "detail": episode["detail"], "corroboration": episode["corroboration"],
         "alert_at": "2026-11-16T14:09:30Z",  # the start plus the wedge window (W = 2m): the live alert fires then
+        "inferred": False,  # the pod's own gauges show the demand
     }
     # The gauges were exported (running 3, waiting 1 throughout); KV cache and the success counter were not.
     assert episode["corroboration"]["text"] == ("1/2 agree: running stuck at 3; waiting did not grow 1→1 "

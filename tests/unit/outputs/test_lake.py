@@ -279,6 +279,7 @@ def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path)
     for column in ("content_leak", "reasoning_blank", "reasoning_repaired"):
         con.execute(f"ALTER TABLE records DROP COLUMN {column}")
     con.execute("ALTER TABLE pod_windows DROP COLUMN inferred")
+    con.execute("ALTER TABLE replay_attempts DROP COLUMN refused_reason")
     for column in ("has_reasoning_text", "reasoning_leaked", "reasoning_at_cap"):
         con.execute(f"ALTER TABLE feature_labels DROP COLUMN {column}")
     con.close()

@@ -246,7 +246,8 @@ def sample_truth() -> dict:
         "per_day": per_day,
         "per_model": {m: sum(c.values()) for m, c in truth["class_counts"].items()},
         "episodes": [(e["kind"], e["pod"], datetime.fromisoformat(e["start"].replace("Z", "")),
-                      datetime.fromisoformat(e["end"].replace("Z", ""))) for e in truth["episodes"]],
+                      datetime.fromisoformat(e["end"].replace("Z", "")), bool(e.get("frozen")))
+                     for e in truth["episodes"]],
         "quarantined": len(truth["malformed"]),
         "ladders": len(ladders),
         "recovered": sum(1 for lad in ladders if lad["outcome"] == "recovered"),
@@ -670,6 +671,13 @@ def test_the_templates_read_exactly_the_documented_context(context):
             lost_total=3, untimed_events=1,
             slow=[ctx_module.SlowModelRow(model="glm-5", warnings=1, turns_flagged=1, failed_flagged=0, max_ms=312000)],
             slow_note=context.replicas.slow_note),
+        # The fixture week has no GLM-5.3 shapes.
+        "deployment": ctx_module.DeploymentSection(
+            findings=[ctx_module.DeploymentFinding(kind="repaired", model="glm-5", turns=2,
+                                                   message="2 answers repaired on glm-5")],
+            reasoning=[ctx_module.ReasoningRow(model="glm-5", answer_in_reasoning=1, answer_in_reasoning_tool_history=1,
+                                               reasoning_leaked=2, leaked_after_thinking_off=2, repaired=2)],
+            repaired=2),
     })
     seen = _render_recording(context) | _render_recording(variant)
     # The top-level variables are ReportContext's fields, each read by a template.

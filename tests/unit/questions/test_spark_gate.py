@@ -25,6 +25,7 @@ set) a missing engine is a failure, not a skip.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -42,7 +43,7 @@ if not os.environ.get("CI"):
 
 from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
-from analyzer.online import log_fields  # noqa: E402
+from analyzer.online import log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
 from analyzer.questions.spark import local_session, question_frame, register_lake, run_question  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
@@ -129,7 +130,36 @@ def _extra_records() -> list[dict]:
     for i in range(5):
         r += _turn(f"q000000{i}", 2 * DAY + 50 + i, "s-q", req={"enable_thinking": True}, resp=response_ok,
                    content=f"Answer {i}.", reasoning="Let me see. " * (20 + 7 * i), completion_tokens=300 + 41 * i)
+    # GLM as it fails today (reasoning_findings, thinking_budget_rung): an answer filed as
+    # reasoning, a leak after thinking off, a leak the proxy repaired, budgets refused.
+    r += _turn("r0000001", 2 * DAY + 60, "s-r", req={"tool_results": [{"tool_call_id": "c1", "content": "rows"}]},
+               resp=response_ok, reasoning="Texas holds 61,883 acres.", completion_tokens=9)
+    r += _turn("r0000002", 2 * DAY + 61, "s-r2", req={"enable_thinking": False}, resp=response_ok,
+               content="Plan the query.</think>Done.")
+    leaked = run_ladder({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
+                        lambda p: (200, {}, _answer("Simple.</think>4")))
+    r += _turn("r0000003", 2 * DAY + 62, "s-r3", resp=response_ok, content="4", reasoning="Simple.",
+               extra=log_fields({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
+                                leaked.status, leaked.body, leaked))
+    payload = {**TOOLS_PAYLOAD, "max_tokens": 4096}
+    refusal = json.dumps({"object": "error", "code": 400, "message": NO_PARSER}).encode()
+    budget = run_ladder(payload, _scripted([(200, {}, _answer("", "length", 4096)), (400, {}, refusal),
+                                            (200, {}, _answer("Fine."))]), length_recovery=True)
+    r += _turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
+               extra=log_fields(payload, budget.status, budget.body, budget))
+    r += _turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
+               error=f"Provider returned 400: {refusal.decode()}")
     return r
+
+
+NO_PARSER = ("thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser "
+             "and/or --reasoning-config to use thinking_token_budget.")
+
+
+def _scripted(answers):
+    """``send`` answering each call with the next of ``answers``."""
+    it = iter(answers)
+    return lambda payload: next(it)
 
 
 def _stdout_lines() -> list[str]:

@@ -261,7 +261,7 @@ def test_truth_agrees_with_the_online_classifier(records, truth):
 
     The analyzer infers tool history from earlier turns; here the truth provides it.
     """
-    from analyzer.online import TurnFeatures, decide, parse_error
+    from analyzer.online import TurnFeatures, decide, has_leaked_think_block, is_blank, parse_error
 
     windows = {"wedged-pod", "pod-down", "unanswered"}
     checked = Counter()
@@ -282,6 +282,9 @@ def test_truth_agrees_with_the_online_classifier(records, truth):
             has_tool_calls=rec.get("has_tool_calls"),
             tool_history=t.tool_history,
             has_reasoning=rec.get("has_reasoning_content"),
+            has_reasoning_text=None if rec.get("error") else not is_blank(rec.get("reasoning_content")),
+            reasoning_leaked=has_leaked_think_block(rec.get("content")),
+            reasoning_at_cap=None if rec.get("error") else len(rec.get("reasoning_content") or "") >= 4000,
             completion_tokens=(rec.get("tokens") or {}).get("completion_tokens"),
             error_kind=kind,
             evidence="inferred",
@@ -491,8 +494,12 @@ def test_prometheus_exports_show_the_episodes(tmp_path, week):
             assert all(up[t] == 1 for t in inside)
             gen = series("vllm_generation_tokens_total.json", ep.pod)
             run = series("vllm_num_requests_running.json", ep.pod)
+            wait = series("vllm_num_requests_waiting.json", ep.pod)
             assert len({gen[t] for t in inside}) == 1  # flat
-            assert all(run[t] > 0 for t in inside)  # while there is demand
+            if ep.frozen:  # the engine hung before its gauges updated: they read 0 under demand
+                assert all(run[t] == 0 and wait[t] == 0 for t in inside)
+            else:
+                assert all(run[t] > 0 for t in inside)  # while there is demand
     quiet = next(e for e in week.non_episodes if e.kind == "quiet")
     gen = series("vllm_generation_tokens_total.json", quiet.pod)
     run = series("vllm_num_requests_running.json", quiet.pod)
