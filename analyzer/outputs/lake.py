@@ -41,11 +41,8 @@ from analyzer.core.isotime import iso_utc
 from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import MIGRATIONS
-from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, check_lake_path, read_manifest
-
-#: Bookkeeping that answers no question: left out of the lake. (``_migrations`` goes in:
-#: which schema made the data is part of what the lake says, and the report shows it.)
-NOT_EXPORTED = frozenset({"build_state", "ingest_pending", "summary_cache", "turns_dirty"})
+from analyzer.store.lake import (FORMAT, FORMAT_VERSION, MANIFEST, NOT_EXPORTED, PARTITION, check_lake_path,
+                                  read_manifest)
 
 #: The relations big enough to partition, by the UTC day of this time column.
 PARTITIONED_BY = {"records": "ts", "turns": "ts", "sessions": "first_ts", "proxy_events": "ts",

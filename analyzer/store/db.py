@@ -630,6 +630,11 @@ NO_NETWORK_CONFIG = {
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
 }
+#: Settings of a read-only connection that answers questions (``analyze sql``, a
+#: lake, ``analyzer.query`` on a path), applied in this order: no file or network
+#: access (COPY TO, EXPORT DATABASE, read_csv('http://...'), ATTACH), then the
+#: configuration locked (no SET, no extension settings) for the query.
+READ_ONLY_SETTINGS = {"enable_external_access": False, "lock_configuration": True}
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB database file
 _OTHER_FORMATS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"),
                   (b"\x1f\x8b", "a gzip file"), (b"PK\x03\x04", "a zip file"))

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.store.catalog import create_views
-from analyzer.store.db import MIGRATIONS
+from analyzer.store.db import MIGRATIONS, connect
 
 MANIFEST = "_manifest.json"
 FORMAT = "analyzer-lake"
@@ -36,6 +37,36 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 #: Characters DuckDB and Spark read as a pattern in a path, even in a list of files: a
 #: lake folder named with one would read a look-alike sibling's files.
 PATTERN_CHARS = frozenset("*?[]{}")
+#: The database's bookkeeping that answers no question: left out of the lake. (``_migrations`` goes
+#: in: which schema made the data is part of what the lake says, and the report shows it.)
+NOT_EXPORTED = frozenset({"build_state", "ingest_pending", "summary_cache", "turns_dirty"})
+
+
+@lru_cache(maxsize=1)
+def _schema_of_this_analyzer() -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    con = connect(":memory:")  # the migrations and the catalog's tables, as a new database has them
+    try:
+        rows = con.execute(
+            "SELECT c.table_name, c.column_name, c.data_type FROM duckdb_columns() c "
+            "JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name "
+            "WHERE c.schema_name = 'main' ORDER BY c.table_name, c.column_index").fetchall()
+    finally:
+        con.close()
+    tables: dict[str, list[tuple[str, str]]] = {}
+    for table, column, data_type in rows:
+        if table not in NOT_EXPORTED:
+            tables.setdefault(table, []).append((column, data_type))
+    return tuple((t, tuple(cols)) for t, cols in sorted(tables.items()))
+
+
+def lake_schema() -> dict[str, list[tuple[str, str]]]:
+    """The relations a lake of this analyzer's schema holds, each with its ``(column, type)`` pairs in order.
+
+    What an export of a database of today's schema writes (its tables, the
+    bookkeeping apart): a reader checks a manifest against it, so a lake missing
+    a relation or a column is said before any question reads it.
+    """
+    return {t: list(cols) for t, cols in _schema_of_this_analyzer()}
 
 
 def check_lake_path(lake: str | Path, param: str = "lake") -> None:

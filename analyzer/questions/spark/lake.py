@@ -23,7 +23,7 @@ from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
 from analyzer.store.asking import resolve
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.store.lake import MANIFEST, check_lake_path, check_manifest, read_manifest
+from analyzer.store.lake import MANIFEST, check_lake_path, check_manifest, lake_schema, read_manifest
 
 #: The prefix of the lake's own copies of the materialized tables.
 LAKE_COPY = "lake_"
@@ -80,6 +80,14 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
         spark.sql(texts[name]).localCheckpoint(eager=True).createOrReplaceTempView(name)
         made[name] = relations[name].kind
     return made
+
+
+def lake_relations() -> set[str]:
+    """What a question may read on Spark over a lake: its relations, the catalog's views and tables,
+    and the lake's own copies of the materialized ones (``lake_turns`` ...)."""
+    catalog = catalog_relations()
+    copies = {LAKE_COPY + n for n, q in catalog.items() if q.kind == "table"}
+    return set(lake_schema()) | set(catalog) | copies
 
 
 def _remote_manifest(spark, lake: str) -> dict:
