@@ -25,7 +25,7 @@ from analyzer.questions.guard import check_question
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
 from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
 from analyzer.store.db import connect, connect_writer
-from analyzer.store.lake import check_lake_path, open_lake, read_manifest
+from analyzer.store.lake import check_lake, check_lake_path, open_lake
 
 #: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
 ENGINES = ("duckdb", "spark")
@@ -61,7 +61,7 @@ def run_sql(
         analyzer.core.errors.DatabaseError (exit 5).
     """
     # The read-only refusals' remedy (``open the database read-write``), as this command says it.
-    with _param_flags(), naming(write="pass --write"):
+    with _param_flags(), naming(write="pass --write", lake="--lake"):
         return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, engine=engine,
                         lake=lake, out=out, err=err)
 
@@ -80,11 +80,10 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
     if lake is not None and write:
         raise AnalyzerError("--write is not available with --lake: a lake is read, never written", ExitCode.USAGE)
     if lake is not None and db is not None:
-        raise AnalyzerError("--db and --lake: give one (a database file or a lake folder)", ExitCode.USAGE,
-                            param="lake")
+        raise AnalyzerError("--db and --lake: give one (a database file or a lake folder)", ExitCode.USAGE)
     if lake is not None and engine == "duckdb" and "://" in str(lake):
         raise AnalyzerError(f"--lake {lake}: DuckDB reads a lake in a local folder; a lake at a URL is read "
-                            "with --engine spark", ExitCode.USAGE, param="lake")
+                            "with --engine spark", ExitCode.USAGE)
     given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
@@ -93,7 +92,7 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
     if engine == "spark":
         if lake is None:
             raise AnalyzerError("--engine spark reads a lake: pass --lake DIR (write one with "
-                                "`analyze export --lake DIR`)", ExitCode.USAGE, param="lake")
+                                "`analyze export --lake DIR`)", ExitCode.USAGE)
         return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
 
     if lake is not None:
@@ -134,7 +133,7 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
                             ExitCode.USAGE, param="engine") from exc
     check_lake_path(lake)  # a wrong lake is said before a JVM starts
     if "://" not in str(lake):
-        read_manifest(lake)
+        check_lake(lake)
     resolved = resolve(query)
     # The same guard as on DuckDB, on the question's DuckDB SQL (what Spark runs is its translation).
     check_question(resolved.sql, lake_relations(), engine="spark", label=resolved.label, where="the lake")

@@ -175,6 +175,17 @@ def _fingerprint_v1(f, size: int) -> str:
     return h.hexdigest()
 
 
+def file_fingerprint(path: str | os.PathLike, size: int | None = None) -> str:
+    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size, taken when not given).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    size = os.stat(path).st_size if size is None else size
+    with open(path, "rb") as f:
+        return _fingerprint(f, size)
+
+
 def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     """:meth:`SourceFile.fingerprint` of a file whose whole content is ``data`` (``size``: its stat size)."""
     view = memoryview(data)

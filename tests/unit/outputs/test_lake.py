@@ -85,7 +85,12 @@ def test_the_manifest_says_what_each_relation_holds(week, lake):
     finally:
         con.close()
     assert doc["time_range"] == [f"{first.isoformat()}Z", f"{last.isoformat()}Z"]
-    assert doc["schema"] == schema and doc["format_version"] == 1
+    assert doc["schema"] == schema and doc["format_version"] == 2
+    # Every file is listed with its size and rows: they add up to the relation's rows.
+    for name, entry in doc["tables"].items():
+        assert entry["files"] and sum(f["rows"] for f in entry["files"]) == entry["rows"], name
+        for f in entry["files"]:
+            assert (lake / name / f["path"]).stat().st_size == f["bytes"] and f["fingerprint"].startswith("2:")
     assert doc["tables"]["turns"]["kind"] == "materialized" and doc["tables"]["records"]["kind"] == "table"
     assert "ladder" in doc["tables"]["records"]["json_columns"]
     # The big relations are partitioned by day; the rest are one file.
