@@ -5,10 +5,11 @@ A question is read-only by default (``analyze sql`` without ``--write``,
 is said once, here, and checked the same way whichever engine runs it:
 
 - **relations** by their plain names: the tables and views of the database (or
-  of the lake), and the question's own ``WITH`` names. A qualified name is
-  refused (``"text"."/etc/passwd"`` and ``"parquet"."/x"`` read a file on Spark,
-  ``other.main.t`` another database on DuckDB), as is a name that is no relation
-  (``'x.parquet'``, a path DuckDB would read as a file);
+  of the lake), and the question's own ``WITH`` names; on DuckDB also its
+  ``information_schema`` views (what the database holds, described). A qualified
+  name is refused otherwise (``"text"."/etc/passwd"`` and ``"parquet"."/x"`` read
+  a file on Spark, ``other.main.t`` another database on DuckDB), as is a name
+  that is no relation (``'x.parquet'``, a path DuckDB would read as a file);
 - **functions** on the allow-list of :mod:`analyzer.questions.allowed`, and the
   catalog's own macros: ``read_text``, ``glob``, ``query``, ``getenv``,
   ``reflect``, ``java_method`` and every function not listed are refused;
@@ -44,6 +45,8 @@ from analyzer.store.catalog import load_queries
 DOCS = "docs/sql.md#what-a-question-may-reference"
 #: The schema a relation may be qualified with: DuckDB's default one is the relation itself.
 _OWN_SCHEMA = "main"
+#: DuckDB's views that describe the database (tables, columns ...): a question may read them there.
+_DESCRIBING_SCHEMA = "information_schema"
 #: Statements DuckDB runs that only describe the database (besides queries), by sqlglot class.
 _DESCRIBING = (exp.Describe, exp.Summarize, exp.Show, exp.Pragma)
 _MACRO = re.compile(r"\bMACRO\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", re.I)
@@ -135,7 +138,7 @@ def _check_statement(tree: exp.Expression, allowed: set[str], *, engine: str, la
         what = "one SELECT (with WITH)" if engine == "spark" else "one SELECT, DESCRIBE, SUMMARIZE, SHOW or EXPLAIN"
         raise QuestionRefused(f"{label}: {kind} is not a question; a question is {what}, and reads only "
                               f"{where}'s relations ({DOCS})")
-    _check_references(tree, allowed, label=label, where=where)
+    _check_references(tree, allowed, engine=engine, label=label, where=where)
 
 
 def _statement_word(tree: exp.Expression) -> str:
@@ -146,7 +149,7 @@ def _statement_word(tree: exp.Expression) -> str:
     return text[0].upper() if text else type(tree).__name__.upper()
 
 
-def _check_references(tree: exp.Expression, allowed: set[str], *, label: str, where: str) -> None:
+def _check_references(tree: exp.Expression, allowed: set[str], *, engine: str, label: str, where: str) -> None:
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     macros = catalog_macro_names()
     for node in tree.walk():
@@ -154,14 +157,16 @@ def _check_references(tree: exp.Expression, allowed: set[str], *, label: str, wh
             raise QuestionRefused(f"{label}: {_statement_word(node)} inside a question cannot be checked; "
                                   "a question is one SELECT")
         if isinstance(node, exp.Table) and not isinstance(node.this, exp.Func):
-            _check_table(node, allowed | ctes, label=label, where=where)
+            _check_table(node, allowed | ctes, engine=engine, label=label, where=where)
         elif isinstance(node, exp.Func) and not isinstance(node, exp.Binary):
             _check_function(node, macros, label=label)
 
 
-def _check_table(node: exp.Table, allowed: set[str], *, label: str, where: str) -> None:
+def _check_table(node: exp.Table, allowed: set[str], *, engine: str, label: str, where: str) -> None:
     name, schema, catalog = node.name, node.db, node.catalog
     shown = ".".join(f'"{p}"' for p in (catalog, schema, name) if p)
+    if engine == "duckdb" and not catalog and schema.lower() == _DESCRIBING_SCHEMA:
+        return
     if catalog or (schema and schema.lower() != _OWN_SCHEMA):
         raise QuestionRefused(f"{label} reads {shown}: a question reads {where}'s relations and views by their "
                               "plain names; a qualified name reaches a file or another database, and is refused")

@@ -534,6 +534,24 @@ def _m009_ingest_guards(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m010_forget_pending(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- A forget whose removal committed and whose re-derivation has not finished yet:
+        -- the files that held copies of the forgotten records are read again, the pod
+        -- windows recomputed and the turns derived again, then the row goes. A forget
+        -- killed in between leaves it; `analyze forget` (the same command again, or any
+        -- later one) finishes it first (analyzer.jobs.forget).
+        CREATE TABLE forget_pending (
+            forgotten       VARCHAR[] NOT NULL,   -- the paths of the files it removed
+            reread          VARCHAR[] NOT NULL,   -- files holding copies of their records: read again
+            metric_sources  VARCHAR[] NOT NULL,   -- metric inputs it removed
+            started_at      TIMESTAMP
+        );
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -545,6 +563,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_ingest_pending", _m007_ingest_pending),
     ("008_ladder_weeks", _m008_ladder_weeks),
     ("009_ingest_guards", _m009_ingest_guards),
+    ("010_forget_pending", _m010_forget_pending),
 ]
 
 

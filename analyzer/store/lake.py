@@ -47,7 +47,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 PATTERN_CHARS = frozenset("*?[]{}")
 #: The database's bookkeeping that answers no question: left out of the lake. (``_migrations`` goes
 #: in: which schema made the data is part of what the lake says, and the report shows it.)
-NOT_EXPORTED = frozenset({"build_state", "ingest_pending", "summary_cache", "turns_dirty"})
+NOT_EXPORTED = frozenset({"build_state", "forget_pending", "ingest_pending", "summary_cache", "turns_dirty"})
 
 
 @lru_cache(maxsize=1)
