@@ -22,6 +22,7 @@ from analyzer.core.interrupt import track
 from analyzer.core.paths import default_db_path
 from analyzer.store.catalog import create_temp_macros, create_views
 from analyzer.store.record_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL, blank_sql
+from analyzer.store.spill import database_spill_dir, scratch_spill_dir
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -719,8 +720,8 @@ def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.Duc
     """
     con = duckdb.connect(":memory:", config=config)
     try:
-        # Spilled data goes beside the file, as when DuckDB opens it (not to ./.tmp).
-        con.execute("SET temp_directory = ?", [target + ".tmp"])
+        # Spilled data goes beside the file, as when DuckDB opens it (not to ./.tmp), in this run's own folder.
+        con.execute("SET temp_directory = ?", [database_spill_dir(target)])
         literal = "'" + target.replace("'", "''") + "'"  # ATTACH takes no parameters
         con.execute(f"ATTACH {literal} (ROW_GROUP_SIZE {int(row_group_rows)})")
         use_same_database(con, con.execute(
@@ -730,6 +731,16 @@ def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.Duc
         con.close()
         return None
     return con
+
+
+def set_spill_dir(con: duckdb.DuckDBPyConnection, target: str | None) -> None:
+    """Have ``con`` spill into a folder of this run's own (:mod:`analyzer.store.spill`): beside the
+    database file ``target``, or in the temporary folder for an in-memory database (``None``)."""
+    folder = scratch_spill_dir() if target is None else database_spill_dir(target)
+    try:
+        con.execute("SET temp_directory = ?", [folder])
+    except duckdb.Error:  # the instance (shared with another connection of this process) spills already
+        pass
 
 
 def use_same_database(cur: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -806,6 +817,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
         # well under the memory target and makes large joins spill to disk instead.
         con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+        set_spill_dir(con, None if target == ":memory:" else target)
         for name, value in (settings or {}).items():  # in order: lock_configuration comes last
             con.execute(f"SET {name} = ?", [value])
     except BaseException:

@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 
 from analyzer.store.catalog import create_views
-from analyzer.store.db import MIGRATIONS, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect
+from analyzer.store.db import MEMORY_LIMIT, MIGRATIONS, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_spill_dir
 from analyzer.store.lake_files import PARTITION, LakeError, verify_relation
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "NOT_EXPORTED", "PARTITION", "LakeError", "check_lake",
@@ -212,6 +212,9 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")
+        # The bound a database has (not DuckDB's 80% of RAM), and spills into this run's own folder.
+        con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+        set_spill_dir(con, None)
         for table, entry in doc["tables"].items():
             columns = ", ".join(
                 f'CAST("{c}" AS JSON) AS "{c}"' if c in entry.get("json_columns", ()) else f'"{c}"'
