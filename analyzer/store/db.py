@@ -535,7 +535,7 @@ def _m009_ingest_guards(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _m010_forget_pending(con: duckdb.DuckDBPyConnection) -> None:
+def _m011_forget_pending(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
         -- A forget whose removal committed and whose re-derivation has not finished yet:
@@ -564,7 +564,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_ingest_pending", _m007_ingest_pending),
     ("008_ladder_weeks", _m008_ladder_weeks),
     ("009_ingest_guards", _m009_ingest_guards),
-    ("010_forget_pending", _m010_forget_pending),
+    ("011_forget_pending", _m011_forget_pending),
 ]
 
 

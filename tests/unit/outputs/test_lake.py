@@ -279,7 +279,7 @@ def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path)
     shutil.copy(week, old)
     con = duckdb.connect(str(old))
     newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    assert newest == "010_forget_pending"  # undone below as if the database were made before it
+    assert newest == "011_forget_pending"  # undone below as if the database were made before it
     con.execute("DELETE FROM _migrations WHERE name = ?", [newest])
     con.execute("DROP TABLE forget_pending")
     con.close()
