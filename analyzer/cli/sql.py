@@ -23,7 +23,7 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.guard import check_question
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
-from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
+from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve, sql_failure
 from analyzer.store.db import connect, connect_writer
 from analyzer.store.lake import check_lake, check_lake_path, open_lake
 
@@ -112,7 +112,7 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
             n = WRITERS[fmt](columns, fetch_rows(cur), out)
             out.flush()
         except duckdb.Error as exc:  # errors that surface while rows stream
-            raise SqlError(f"{resolved.label} failed: {str(exc).strip()}") from exc
+            raise sql_failure(resolved.label, exc) from exc
         except BrokenPipeError:
             return _reader_left(out)
     finally:

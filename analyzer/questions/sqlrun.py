@@ -17,7 +17,7 @@ import duckdb
 
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.questions.guard import check_question
-from analyzer.store.asking import READ_WRITE, SqlError, bind_params, resolve
+from analyzer.store.asking import READ_WRITE, SqlError, bind_params, resolve, sql_failure
 from analyzer.store.db import READ_ONLY_SETTINGS
 
 __all__ = ["READ_ONLY_SETTINGS", "READ_ONLY_STATEMENTS", "WriteRefused", "check_read_only", "duckdb_relations",
@@ -126,7 +126,8 @@ def frame(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str,
         msg = str(exc).strip()
         if "read-only" in msg:
             msg += " (the database is opened read-only; open it with read_only=False to change it)"
-        raise SqlError(f"{query.label} failed: {msg}") from exc
+            raise SqlError(f"{query.label} failed: {msg}") from exc
+        raise sql_failure(query.label, exc) from exc
 
 
 def fetch_rows(cur) -> Iterable[tuple]:

@@ -131,3 +131,19 @@ def test_a_fifo_or_a_device_as_the_only_input_is_an_input_error(tmp_path, make):
     kind = "FIFO" if make == "fifo" else "device"
     assert p.stderr == (f"analyze: error: {path}: not a regular file ({kind}), and nothing else to read; "
                         "pipe a stream to `analyze -`\n")
+
+
+@pytest.mark.parametrize("where", ["db", "lake"])
+def test_out_of_memory_says_what_works(week, tmp_path, where):
+    """DuckDB's own hint (`SET memory_limit`, `SET threads`) is refused on a read-only question: the hint
+    names the bound a user can raise, and narrowing the question."""
+    db, lake = week
+    target = ["--db", str(db)] if where == "db" else ["--lake", str(lake)]
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "SELECT list(range) AS l FROM range(80000000)",
+                        *target], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "ANALYZER_MEMORY_LIMIT": "24MB", "TMPDIR": str(tmp_path)})
+    assert p.returncode == ExitCode.USAGE, p.stderr
+    line = p.stderr.strip()
+    assert len(line.splitlines()) == 1 and "Out of Memory" in line, line
+    assert "ANALYZER_MEMORY_LIMIT=2GB" in line and "narrow it" in line
+    assert "SET " not in line and "threads" not in line
