@@ -14,7 +14,7 @@ So every connection the analyzer opens spills into a folder of this run's own:
 
 The run's folders are removed when the process exits (``atexit``: a normal end,
 an error, Ctrl-C, and SIGTERM, which the command line turns into an exit:
-:mod:`analyzer.core.interrupt`). A ``kill -9`` leaves them: the next run that
+:mod:`analyzer.core.interrupt`), and their parent with them when it is left empty. A ``kill -9`` leaves them: the next run that
 spills under the same parent removes every run folder of this host whose process
 is gone (its PID not running, or running since another time: a PID reused).
 """
@@ -118,7 +118,7 @@ def run_dir(parent: Path) -> Path:
         key.mkdir(parents=True, exist_ok=True)
         sweep(key)
         folder = key / run_folder_name()
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)  # (parents: another run may have just removed an empty parent)
         _owned[key] = folder
         if not _registered:
             atexit.register(remove_run_dirs)
@@ -150,3 +150,7 @@ def remove_run_dirs() -> None:
         _owned.clear()
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
+        try:
+            folder.parent.rmdir()  # the parent too when no other run spills there: no empty <db>.tmp is left
+        except OSError:
+            pass
