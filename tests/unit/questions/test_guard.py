@@ -10,6 +10,7 @@ passes the guard on both engines, so the gate's questions still answer.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,7 +123,7 @@ def test_ordinary_questions_pass(sql, tmp_path):
     ("EXPLAIN SELECT * FROM read_text('x')", "read_text()"), ("DESCRIBE 'x.csv'", "not a relation"),
 ])
 def test_statements_that_are_not_questions_are_refused(sql, names):
-    with pytest.raises(QuestionRefused, match=".*".join(map(__import__("re").escape, names.split()))) as err:
+    with pytest.raises(QuestionRefused, match=".*".join(map(re.escape, names.split()))) as err:
         check_question(sql, ["turns"])
     assert err.value.exit_code == ExitCode.USAGE
 
