@@ -1,60 +1,15 @@
-"""docs/sql.md's "Python and notebooks" section works as written: its Python blocks are executed.
+"""The Python API of docs/sql.md's "Python and notebooks" section: ingest, classify, query, connect.
 
-They run in order, in one namespace, in a fresh process-like setting: the working
-directory holds `logs/` (a small week built from tests/support/records.py) and
-`$ANALYZER_DB` points at a new database there, as for a user who set it.
+The section's examples themselves run as written in tests/e2e/test_doc_examples.py.
 """
 
 from __future__ import annotations
-
-import re
 
 import polars as pl
 import pytest
 
 from tests.support.records import write_jsonl
 from tests.unit.questions.test_queries import week_records
-from tests.support.repo import REPO
-
-DOC = (REPO / "docs" / "sql.md").read_text(encoding="utf-8")
-SECTION_TITLE = "## Python and notebooks"
-
-
-def section() -> str:
-    start = DOC.find(f"\n{SECTION_TITLE}\n")
-    assert start >= 0, f"docs/sql.md has no '{SECTION_TITLE}' section"
-    end = DOC.find("\n## ", start + len(SECTION_TITLE) + 1)
-    return DOC[start: end if end >= 0 else len(DOC)]
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", section(), flags=re.M | re.S)
-
-
-def test_the_section_has_python_to_run():
-    assert python_blocks(), "the section shows no ```python example"
-
-
-def test_the_notebook_example_runs(tmp_path, monkeypatch):
-    by_day: dict[str, list[dict]] = {}
-    for r in week_records():
-        by_day.setdefault(r["timestamp"][:10], []).append(r)
-    for day, records in by_day.items():
-        write_jsonl(tmp_path / "logs" / day / "14-00-00-glm-proxy-1-0a1b2c3d.jsonl", records)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ANALYZER_DB", str(tmp_path / "notebook.duckdb"))
-
-    namespace: dict = {"__name__": "__notebook__"}
-    for i, block in enumerate(python_blocks(), 1):
-        try:
-            exec(compile(block, f"docs/sql.md ({SECTION_TITLE}, python block {i})", "exec"), namespace)
-        except Exception as exc:  # pragma: no cover - the failure message is the point
-            pytest.fail(f"python block {i} of the docs/sql.md section failed: {type(exc).__name__}: {exc}\n{block}")
-
-    frames = {k: v for k, v in namespace.items() if isinstance(v, pl.DataFrame)}
-    assert len(frames) >= 2, "the example should produce polars DataFrames"
-    assert any(len(f) for f in frames.values()), "every DataFrame of the example came back empty"
-    assert (tmp_path / "notebook.duckdb").exists()
 
 
 # ---------------------------------------------------------------------------
