@@ -5,8 +5,10 @@ checked before any work, the logs ingested (the ``--metrics`` files read beside
 them), metrics loaded, every turn classified, the summary made.
 :func:`summary_of_database` is ``analyze --db X`` with nothing to read. How a
 running job is shown (progress bars, diagnostics, warnings) is the caller's,
-given as a :class:`JobView`: :mod:`analyzer.cli.run` gives the terminal's, a
-script none. Scripts and notebooks also call :func:`ingest_only` (or
+given as a :class:`JobView`: :mod:`analyzer.cli.terminal.progress` gives the
+terminal's, a script none. :func:`run` is the command's use case (the job, or the
+stored summary when there is nothing to read); :func:`check_outcome` its exit
+after the summary is shown. Scripts and notebooks also call :func:`ingest_only` (or
 :func:`analyzer.ingest`).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -32,6 +35,7 @@ from analyzer.ingestion.metrics_ahead import StagingAhead, worth_staging_ahead
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.sources import Discovered, discover_inputs
 from analyzer.jobs.metrics import load_metrics, load_prometheus
+from analyzer.outputs.oncall import check_fail_on, parse_fail_on
 from analyzer.outputs.summary import build_summary, filter_notes, resolve_models
 from analyzer.outputs.summary_cache import cached_summary
 from analyzer.outputs.verdict import next_steps
@@ -43,10 +47,15 @@ from analyzer.store.holdings import (
 @dataclass(frozen=True)
 class RunOptions:
     """What ``analyze FILES...`` (``analyze run``) was asked to do: one object from the
-    command line to the job, instead of the same options passed on by hand at each step.
+    command line (or a script) to the job, checked when it is made.
 
     ``model_patterns`` are ``--model`` as given: names or LIKE patterns (``glm%``),
-    resolved to the models the database holds when the summary is made.
+    resolved to the models the database holds when the summary is made. Made with a
+    bad value (a reversed range, a malformed duration or threshold, a selector
+    without a Prometheus URL), it raises before any work: no database is created.
+
+    Raises:
+        AnalyzerError: (usage) a bad option, naming its parameter (``param``/``names``).
     """
 
     files: tuple[str, ...] = ()
@@ -65,11 +74,64 @@ class RunOptions:
     model_map: tuple[str, ...] = ()
     fail_on: tuple[str, ...] = ()
     caller_deadline_s: float | None = None
+    # What the checks made of the text above (not given by the caller).
+    since_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+    until_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+    wedge_window_s: float | None = field(init=False, default=None, repr=False, compare=False)
+    deadline_s: float = field(init=False, default=60.0, repr=False, compare=False)
+    thresholds: tuple = field(init=False, default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = {
+            "thresholds": tuple(parse_fail_on(list(self.fail_on))),  # a malformed threshold fails before any work
+            "wedge_window_s": parse_duration(self.wedge_window, "--wedge-window") if self.wedge_window else None,
+            "deadline_s": parse_duration(self.prometheus_timeout, "--prometheus-timeout"),
+        }
+        derived["since_dt"], derived["until_dt"] = parse_range(self.since, self.until)
+        if self.caller_deadline_s is not None:
+            try:
+                check_caller_deadline(self.caller_deadline_s)
+            except ValueError as exc:
+                raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+        if self.prometheus_selector:
+            if not self.prometheus:
+                raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
+            parse_selector(self.prometheus_selector)
+        parse_model_map(list(self.model_map))
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     @property
     def reads_inputs(self) -> bool:
         """Logs, metric files or a Prometheus to read; else the run prints what the database holds."""
         return bool(self.files or self.metrics or self.prometheus)
+
+
+#: The library's parameters as ``analyze run`` spells them (for :func:`analyzer.cli.options.naming`).
+RUN_FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
+             "model_map": "--model-map", "since": "--since", "until": "--until", "models": "--model",
+             "specs": "--fail-on", "thresholds": "--fail-on"}
+
+
+def run(opts: RunOptions, view: "JobView | None" = None) -> tuple[dict, IngestReport | None]:
+    """``analyze FILES...``: the main job when there is something to read, else the summary of
+    what the database holds; (summary, ingest report or None)."""
+    if opts.reads_inputs:
+        return run_main_job(opts, view or JobView())
+    return summary_of_database(opts), None
+
+
+def check_outcome(opts: RunOptions, summary: dict, report: IngestReport | None) -> None:
+    """After the summary is shown: ``--strict`` with a skipped input file exits 8, a crossed
+    ``--fail-on`` threshold exits 7.
+
+    Raises:
+        AnalyzerError: exit 8 (``--strict``: files skipped; the good ones were committed), exit 7 (a threshold).
+    """
+    if opts.strict and report is not None and report.skipped_files:
+        raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
+    if opts.thresholds:
+        check_fail_on(summary, opts.thresholds)
 
 
 def _no_progress() -> AbstractContextManager[None]:
@@ -102,18 +164,7 @@ def run_main_job(opts: RunOptions, view: JobView = JobView()) -> tuple[dict, Ing
     Raises:
         AnalyzerError: a bad option (usage); InputError: every input skipped.
     """
-    since_dt, until_dt = parse_range(opts.since, opts.until)
-    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
-    if opts.caller_deadline_s is not None:
-        try:
-            check_caller_deadline(opts.caller_deadline_s)
-        except ValueError as exc:
-            raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
-    deadline_s = parse_duration(opts.prometheus_timeout, "--prometheus-timeout")
-    if opts.prometheus_selector:
-        if not opts.prometheus:
-            raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
-        parse_selector(opts.prometheus_selector)
+    since_dt, until_dt, requested_w, deadline_s = opts.since_dt, opts.until_dt, opts.wedge_window_s, opts.deadline_s
     if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
         check_metric_paths(list(opts.metrics))
     sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
@@ -194,8 +245,7 @@ def summary_of_database(opts: RunOptions) -> dict:
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    since_dt, until_dt = parse_range(opts.since, opts.until)
-    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    since_dt, until_dt, requested_w = opts.since_dt, opts.until_dt, opts.wedge_window_s
     target = Path(opts.db) if opts.db is not None else default_db_path()
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -44,7 +45,6 @@ import duckdb
 from analyzer import __version__
 from analyzer.core.errors import AnalyzerError, ExitCode, WriteError
 from analyzer.core.isotime import iso_utc
-from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import MIGRATIONS
 from analyzer.store.lake import (FORMAT, FORMAT_VERSION, MANIFEST, NOT_EXPORTED, PARTITION, check_lake_path,
@@ -105,6 +105,25 @@ class LakeReport:
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
         return {**asdict(self), "rows": self.rows}
+
+
+def swap_in(src: Path, dest: Path, *, trash: Path) -> None:
+    """Put the folder ``src`` in the place of ``dest`` (renames on one filesystem: a reader
+    sees the old folder or the new one, never a half-written one); the old one is moved
+    into ``trash`` (a folder on ``dest``'s filesystem) and removed."""
+    old = trash / f"{dest.name}-{uuid.uuid4().hex[:8]}"
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(src, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_manifest(path: Path, doc: dict) -> None:
+    """Write ``doc`` as JSON to ``path`` whole (a temporary file renamed over it): written last,
+    it is what tells a reader the export is complete."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def lake_tables(con: duckdb.DuckDBPyConnection) -> list[str]:

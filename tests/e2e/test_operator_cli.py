@@ -445,8 +445,8 @@ def test_unwritable_outputs_and_a_full_disk_exit_9_in_one_line(week, week_db, tm
                 "-o", str(a_file / "report.html"))
     assert p.returncode == ExitCode.CANNOT_WRITE == 9
     assert f"cannot write {a_file}" in one_error_line(p)
-    p = analyze("export", "--parquet", str(a_file / "lake"), "--db", str(week_db))
-    assert p.returncode == ExitCode.CANNOT_WRITE and "cannot write the export" in one_error_line(p)
+    p = analyze("export", "--lake", str(a_file / "lake"), "--db", str(week_db))
+    assert p.returncode == ExitCode.CANNOT_WRITE and "cannot write" in one_error_line(p)
 
     # A full disk, for real: the kernel refuses writes past a file-size limit (EFBIG).
     import resource
@@ -587,7 +587,7 @@ def test_sql_write_runs_several_statements(week_db):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "--bogus", "x"], "No such option: --bogus (`analyze run -h` lists the options)"),
-    (["export"], "give one of --parquet DIR (the turns) or --lake DIR"),
+    (["export"], "Missing option '--lake'"),
     (["replay", "--limit", "many"], "Invalid value for '--limit'"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, message):

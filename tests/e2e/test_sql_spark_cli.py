@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli.sql import run_sql
+from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
 from tests.unit.questions.test_queries import build_week_db
 
 QUESTION = "failures_by_day"
-PARAMS = ["model=glm%", "since=2026-11-16T00:00:00.5Z"]
+PARAMS = {"model": "glm%", "since": "2026-11-16T00:00:00.5Z"}
 
 
 def analyze(*args: str) -> subprocess.CompletedProcess:
@@ -68,7 +68,7 @@ def test_spark_answers_as_the_database_in_every_format(lake):
     for fmt in ("table", "csv"):
         assert _rows(fmt, engine="spark", lake=lake_dir) == _rows(fmt, db=db), fmt
     # The command as a user runs it: the options reach the engine, rows on stdout, the count last on stderr.
-    args = ["sql", QUESTION, "--format", "json", *[a for p in PARAMS for a in ("--param", p)]]
+    args = ["sql", QUESTION, "--format", "json", *[a for k, v in PARAMS.items() for a in ("--param", f"{k}={v}")]]
     p = analyze(*args, "--engine", "spark", "--lake", str(lake_dir))
     assert p.returncode == 0, p.stderr[-2000:]
     on_db = analyze(*args, "--db", str(db))

@@ -24,7 +24,7 @@ import pytest
 from rich.console import Console
 
 from analyzer.store.db import connect
-from analyzer.cli.terminal import print_summary
+from analyzer.cli.terminal.summary import print_summary
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
 from analyzer.classification.turns import is_current, rebuild_session_tables, refresh_turns

@@ -21,7 +21,7 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
-from analyzer.outputs.report import make_report
+from analyzer.api import report as make_report
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl
 

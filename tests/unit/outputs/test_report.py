@@ -44,7 +44,8 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.ingestion.metric_store import insert_samples
 from analyzer.online import log_fields, run_ladder
 from analyzer.jobs.main_job import ingest_only
-from analyzer.outputs.report import build, make_report
+from analyzer.api import report as make_report
+from analyzer.outputs.report import build
 from analyzer.outputs.report import context as ctx_module
 from analyzer.outputs.report.build import build_context, resolve_period
 from analyzer.core.scrub import REDACTED, redact, redact_json

@@ -227,7 +227,7 @@ def test_spark_refuses_what_duckdb_refuses_before_starting(week, monkeypatch):
     import io
 
     import analyzer.questions.spark as spark_module
-    from analyzer.cli.sql import run_sql
+    from analyzer.jobs.sql import run_sql
 
     def no_jvm(*args, **kwargs):
         raise AssertionError("a Spark session was started for a refused question")
