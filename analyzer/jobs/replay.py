@@ -90,6 +90,7 @@ from analyzer.online import (
     ORIGINAL,
     Attempt,
     LadderResult,
+    LadderSettings,
     arun_ladder,
     decide,
     features_from_exchange,
@@ -595,6 +596,10 @@ async def areplay(
     scrub = scrubber(api_key)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     limiter = RateLimiter(rate)
+    # models=None: the turns to replay were chosen already (--only-model), so the
+    # proxy's model gate does not apply here.
+    settings = LadderSettings(rungs=plan.rungs, models=None, max_attempts=1 + len(plan.rungs),
+                              time_budget_s=time_budget_s)
     sem = asyncio.Semaphore(concurrency)
     replayed_at = datetime.now(timezone.utc).replace(tzinfo=None)
     outcomes: dict[str, TurnOutcome] = {}
@@ -617,10 +622,7 @@ async def areplay(
                     return
                 t0 = time.monotonic()
                 try:
-                    # models=None: the turns to replay were chosen already (--only-model), so
-                    # the proxy's model gate does not apply here.
-                    result = await arun_ladder(turn.payload, send, rungs=plan.rungs, models=None,
-                                               max_attempts=1 + len(plan.rungs), time_budget_s=time_budget_s)
+                    result = await arun_ladder(turn.payload, send, settings)
                 except unreachable as exc:
                     fatal.append(f"cannot reach the replay endpoint {public}: {type(exc).__name__}: {scrub(str(exc)) or 'no detail'}")
                     return

@@ -43,7 +43,7 @@ if not os.environ.get("CI"):
 
 from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
-from analyzer.online import log_fields, run_ladder  # noqa: E402
+from analyzer.online import LadderSettings, log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
 from analyzer.questions.spark import local_session, question_frame, register_lake, run_question  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
@@ -144,7 +144,7 @@ def _extra_records() -> list[dict]:
     payload = {**TOOLS_PAYLOAD, "max_tokens": 4096}
     refusal = json.dumps({"object": "error", "code": 400, "message": NO_PARSER}).encode()
     budget = run_ladder(payload, _scripted([(200, {}, _answer("", "length", 4096)), (400, {}, refusal),
-                                            (200, {}, _answer("Fine."))]), length_recovery=True)
+                                            (200, {}, _answer("Fine."))]), LadderSettings(length_recovery=True))
     r += _turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
                extra=log_fields(payload, budget.status, budget.body, budget))
     r += _turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
