@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from analyzer.outputs.alerts import (
 from analyzer.core.errors import AnalyzerError, ExitCode
 from tools.alert_agreement import agreement, apply_for
 from tests.support.repo import REPO
+from tests.support.cli import analyze
 
 ROOT = REPO
 
@@ -83,8 +83,7 @@ def test_the_prometheusrule_object_holds_the_same_groups(tmp_path):
 
 def test_dashboards_hold_the_files_for_the_default_settings(tmp_path):
     """`analyze alerts -o dashboards/vllm-alerts.rules.yml --unit-tests dashboards/vllm-alerts.test.yml`."""
-    out = subprocess.run([sys.executable, "-m", "analyzer", "alerts", "-o", str(tmp_path / "r.yml"),
-                          "--unit-tests", str(tmp_path / "t.yml")], capture_output=True, text=True, cwd=ROOT)
+    out = analyze("alerts", "-o", tmp_path / "r.yml", "--unit-tests", tmp_path / "t.yml", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert (ROOT / DEFAULT_FILE).read_text() == (tmp_path / "r.yml").read_text(), \
         f"{DEFAULT_FILE} is stale: run `analyze alerts -o {DEFAULT_FILE} --unit-tests {DEFAULT_TESTS_FILE}`"

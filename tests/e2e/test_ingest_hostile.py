@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,11 +17,12 @@ import duckdb
 
 from tests.support.records import at, request, response_ok, write_stdout
 from tests.support.peak_rss import run_with_peak_rss
+from tests.support.cli import analyze
 
 
-def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+def _analyze(cwd: Path, *args: str, timeout: int = 180):
+    """The command, run in ``cwd`` in this process (tests/support/cli.py)."""
+    return analyze(*args, cwd=cwd)
 
 
 def _pairs(n: int, start: int = 0, session: str = "s-1") -> list[dict]:

@@ -22,15 +22,15 @@ from pathlib import Path
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
 from tests.unit.classification.test_metrics_windows import phases, t_of
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 ROOT = REPO
 
 
-def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def analyze(*args: str, cwd: Path) -> Ran:
     # The scenarios are 15 s scrapes with a 2 minute wedge window (tests/unit/classification/test_metrics_windows.py).
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args, "--wedge-window", "2m"], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=120)
+    return run_analyze(*args, "--wedge-window", "2m", cwd=cwd)
 
 
 def _matrix(name, labels, points):

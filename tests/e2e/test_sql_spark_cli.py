@@ -23,13 +23,16 @@ import pytest
 from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
 from tests.unit.questions.test_queries import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 QUESTION = "failures_by_day"
 PARAMS = {"model": "glm%", "since": "2026-11-16T00:00:00.5Z"}
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,6 @@ A notebook calling :func:`analyzer.jobs.replay.load_tools_file` reads ``cannot r
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -30,13 +27,15 @@ from analyzer.outputs.summary import resolve_models
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 ROOT = REPO
 
 
-def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 def _library_error(call, *args) -> AnalyzerError:

@@ -10,8 +10,6 @@ for byte. Spark reads the same lake in tests/unit/questions/.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -24,6 +22,8 @@ from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
 from analyzer.store.lake import MANIFEST, open_lake, read_manifest
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 SAMPLE = REPO / "sample_logs"
 QUERIES = load_queries()
@@ -32,9 +32,9 @@ RELATIONS = sorted(n for n, q in QUERIES.items() if q.kind in ("view", "table"))
 BOUND = {"since": "2026-11-17", "until": "2026-11-19T12:00:00Z", "model": "glm%"}
 
 
-def analyze(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from analyzer.cli.terminal.summary import print_summary
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
 from analyzer.classification.turns import is_current, rebuild_session_tables, refresh_turns
+from tests.support.cli import analyze
 
 N = 1_000_000
 
@@ -147,8 +146,7 @@ def test_the_summary_of_a_million_turns(big_db):
 
 def test_the_report_of_a_million_turns(big_db, tmp_path):
     out = tmp_path / "million.html"
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "report", "--db", str(big_db), "-o", str(out),
-                        "--plotly-cdn"], capture_output=True, text=True)
+    p = analyze("report", "--db", big_db, "-o", out, "--plotly-cdn")
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == str(out)
     page = out.read_text(encoding="utf-8")
@@ -157,8 +155,7 @@ def test_the_report_of_a_million_turns(big_db, tmp_path):
 
 
 def test_the_questions_on_a_million_turns(big_db):
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "class_rates", "--db", str(big_db),
-                        "--format", "json"], capture_output=True, text=True)
+    p = analyze("sql", "class_rates", "--db", big_db, "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = {r["incident_class"]: r for r in json.loads(p.stdout)}
     assert rows["ok"]["model_turns"] == N and rows["ok"]["turns"] == OK

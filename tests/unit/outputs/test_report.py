@@ -62,6 +62,7 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
+from tests.support.cli import analyze
 
 SAMPLE_LOGS = REPO / "sample_logs"
 WEEK = "2026-W47"
@@ -522,12 +523,8 @@ def test_make_report_ingests_files_and_names_the_output(tmp_path, monkeypatch):
 
 def test_the_report_command(tmp_path):
     """`analyze report FILES...` as a user runs it: a real process; stdout is the path and nothing else."""
-    import subprocess
-    import sys
-
     logs = write_jsonl(tmp_path / "logs" / "week.jsonl", fixture_records())
-    run = lambda *a: subprocess.run([sys.executable, "-m", "analyzer.cli.app", "report", *a],  # noqa: E731
-                                    capture_output=True, text=True, cwd=tmp_path)
+    run = lambda *a: analyze("report", *a, cwd=tmp_path)  # noqa: E731
     p = run(str(logs), "--db", "a.duckdb", "--week", "2026-W47", "-o", "out/r.html", "--plotly-cdn")
     assert p.returncode == 0, p.stderr
     assert p.stdout == "out/r.html\n" and (tmp_path / "out" / "r.html").stat().st_size < 500_000

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,8 @@ from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
 from tests.unit.questions.test_queries import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 SECRET = "not-for-questions-7f3a"
 
@@ -61,9 +62,9 @@ def week(tmp_path_factory) -> tuple[Path, Path, Path]:
     return db, tmp / "lake", secret
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          timeout=300)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 def _sql(template: str, week) -> str:
