@@ -41,14 +41,14 @@ from pydantic import BaseModel
 
 from analyzer.store.db import connect
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.ingestion.metric_store import insert_samples
 from analyzer.online import log_fields, run_ladder
 from analyzer.jobs.main_job import ingest_only
 from analyzer.outputs.report import build, make_report
 from analyzer.outputs.report import context as ctx_module
 from analyzer.outputs.report.build import build_context, resolve_period
-from analyzer.core.scrub import REDACTED, redact, redact_json
+from analyzer.core.scrub import REDACTED, scrub, scrub_json
 from analyzer.outputs.report.html import render_html, template_environment
+from tests.support.metric_rows import insert_samples
 from tests.support.records import (
     DONE_ANSWER,
     NAKED_500,
@@ -614,13 +614,13 @@ def test_the_page_is_self_contained(page, tmp_path, fixture_db):
     ("postgres://bob:pw123@db:5432/x", "postgres://bob:[REDACTED]@db:5432/x"),
     ("thinking_token_budget: 512, max_tokens=200, author: Jane", "thinking_token_budget: 512, max_tokens=200, author: Jane"),
 ])
-def test_redact(text, expected):
-    assert redact(text) == expected
+def test_scrub(text, expected):
+    assert scrub(text) == expected
 
 
-def test_redact_json_parses_tool_arguments():
+def test_scrub_json_parses_tool_arguments():
     call = {"name": "query", "arguments": '{"sql": "SELECT 1", "s3_key": "AK", "nested": {"password": "p"}}'}
-    assert redact_json(call) == {"name": "query", "arguments":
+    assert scrub_json(call) == {"name": "query", "arguments":
                                  '{"sql": "SELECT 1", "s3_key": "[REDACTED]", "nested": {"password": "[REDACTED]"}}'}
 
 
@@ -780,13 +780,9 @@ def test_sample_week_renders_in_well_under_ten_seconds_worth_of_work(sample_cont
     ("password: hunter2 is wrong", "hunter2"),
 ])
 def test_redaction_of_other_auth_schemes_and_cut_off_values(text, secret):
-    from analyzer.core.scrub import redact
-
-    assert secret not in redact(text)
+    assert secret not in scrub(text)
 
 
 def test_redaction_leaves_prose_alone():
-    from analyzer.core.scrub import redact
-
     text = "The token budget is a basic setting; max_tokens: 1024"
-    assert redact(text) == text
+    assert scrub(text) == text
