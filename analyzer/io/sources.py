@@ -206,9 +206,9 @@ def _inflate_head(path: str, head: bytes) -> bytes:
 _PREFIX_BYTES = tuple(p.encode() for p in RECORD_PREFIXES)
 # Every record prefix starts with a mark that is not ASCII, and the proxy's JSON is
 # ASCII (json.dumps escapes the rest): a head with none of the marks' first bytes
-# holds no prefix. One memchr per byte instead of a search per prefix: telling the
-# forms of 9,834 chunks, before any reading starts, went from 0.74-0.93 s to
-# 0.23-0.28 s (best of 3, as benchmarks/chunk_profile.py's `forms` line times it).
+# holds no prefix. One memchr per byte instead of a search per prefix: the forms of
+# every chunk of a folder are told before any reading starts (benchmarks/chunk_profile.py's
+# `forms` line times it).
 _PREFIX_LEADS = tuple({p[:1] for p in _PREFIX_BYTES})
 
 

@@ -60,8 +60,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 #: stored beside it, a week's ingest stays well under 1 GB of peak RSS.
 MEMORY_LIMIT = os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")
 #: The bound while classifying, when $ANALYZER_MEMORY_LIMIT does not set one:
-#: classification holds no Arrow batch, and its two wide statements spill at
-#: 384 MB (measured on a week: ~2.5 CPU-s more, peak RSS 515 MB; at 640 MB, 755 MB).
+#: classification holds no Arrow batch, and its two wide statements would spill
+#: at 384 MB, costing CPU for little memory saved (benchmarks/README.md).
 CLASSIFY_MEMORY_LIMIT = os.environ.get("ANALYZER_MEMORY_LIMIT", "640MB")
 
 
@@ -151,18 +151,15 @@ def discard_unfinished_batches(con: duckdb.DuckDBPyConnection) -> int:
 #: Rows per DuckDB row group in what the ingest writes (ATTACH's ROW_GROUP_SIZE;
 #: DuckDB's own, and what other connections write, is DEFAULT_ROW_GROUP_ROWS).
 #: A batch is one row group, and half of DuckDB's lets two batches be stored at
-#: once, each a whole row group, in the memory one of DuckDB's took: on a week's
-#: one file, benchmarks/ingest.py printed 21.00 s at 798 MB peak RSS, where the
-#: last run of 122,880-row batches stored one at a time printed 32.91 s at 840 MB
-#: (the `--json` output identical). Row groups of both sizes live in one file.
+#: once, each a whole row group, in the memory one of DuckDB's took: faster in
+#: about the same memory (benchmarks/README.md). Row groups of both sizes live in
+#: one file.
 #:
 #: Every command that writes opens the file with this size too, not only the
 #: ingest. A checkpoint merges adjacent row groups that fit in fewer of the
 #: size its connection writes: through a connection of DuckDB's size, the first
 #: checkpoint after any write rewrote every table the ingest wrote, `raw`
-#: included (benchmarks/checkpoint.py, a one-row CREATE TABLE on a week's
-#: database: `analyze sql --write` took 11.64 s and grew the file from 169 to
-#: 305 MB when it opened with DuckDB's size, 0.62 s and no growth with this one).
+#: included, and grew the file (benchmarks/checkpoint.py).
 INGEST_ROW_GROUP_ROWS = 61_440
 DEFAULT_ROW_GROUP_ROWS = 122_880
 
