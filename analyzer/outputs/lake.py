@@ -46,7 +46,7 @@ from analyzer import __version__
 from analyzer.core.errors import AnalyzerError, ExitCode, WriteError
 from analyzer.core.isotime import iso_utc
 from analyzer.store.catalog import load_queries
-from analyzer.store.db import MIGRATIONS
+from analyzer.store.migrations import schema_name
 from analyzer.store.lake import (FORMAT, FORMAT_VERSION, MANIFEST, NOT_EXPORTED, PARTITION, check_lake_path,
                                   read_manifest)
 from analyzer.store.lake_files import describe_files
@@ -251,8 +251,8 @@ def _check_schema(con: duckdb.DuckDBPyConnection) -> None:
     that writes does (``analyze --db X``).
     """
     schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    if schema != MIGRATIONS[-1][0]:
-        raise AnalyzerError(f"the database is of schema {schema!r}, this analyzer's is {MIGRATIONS[-1][0]!r}: "
+    if schema != schema_name():
+        raise AnalyzerError(f"the database is of schema {schema!r}, this analyzer's is {schema_name()!r}: "
                             "run `analyze --db DB` once to upgrade it, then export", ExitCode.USAGE, param="db")
 
 
@@ -301,7 +301,7 @@ def _export_into(con: duckdb.DuckDBPyConnection, out: Path, staging: Path, table
         rows, entries[table] = _write_table(con, table, staging, compression)
         report.tables[table] = rows
     first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
-    schema = MIGRATIONS[-1][0]  # the database's: _check_schema made sure
+    schema = schema_name()  # the database's: _check_schema made sure
     trash = staging / ".replaced"
     trash.mkdir()
     for table in tables:

@@ -65,8 +65,7 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.timestampType", "TIMESTAMP_NTZ")
         # Adaptive execution re-plans each stage as it runs: worth it on a cluster's
-        # big joins, pure overhead on one machine's small lake (measured: questions
-        # twice as fast without it).
+        # big joins, pure overhead on one machine's small lake.
         .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )

@@ -25,7 +25,8 @@ from analyzer.store.db import connect
 from analyzer.cli.terminal.summary import print_summary
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
-from analyzer.classification.turns import is_current, rebuild_session_tables, refresh_turns
+from analyzer.classification.turns import SESSION_TABLES, is_current, refresh_turns
+from analyzer.store.catalog import load_queries
 from tests.support.cli import analyze
 
 N = 1_000_000
@@ -89,7 +90,8 @@ def big_db(tmp_path_factory) -> Path:
     try:
         refresh_turns(con)  # classify the empty database: its signature is now current
         con.execute(_GENERATE, {"n": N})
-        rebuild_session_tables(con)  # `sessions` and `ladder_baseline` from the generated turns
+        for name in SESSION_TABLES:  # `sessions` and `ladder_baseline` from the generated turns
+            con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {load_queries()[name].sql}')
         assert is_current(con)  # nothing will rebuild `turns` from the (empty) records
         assert con.execute("SELECT count(*) FROM turns").fetchall()[0][0] == N
     finally:
