@@ -1,8 +1,8 @@
 """The main job: ingest, load metrics, classify, summarize; or the summary of what a database holds.
 
 :func:`run_main_job` is ``analyze FILES...`` without the printing: every option
-checked before any work, the logs ingested (the ``--metrics`` files read beside
-them), metrics loaded, every turn classified, the summary made.
+checked before any work, the logs ingested, then the metrics loaded, every turn
+classified, the summary made.
 :func:`summary_of_database` is ``analyze --db X`` with nothing to read. How a
 running job is shown (progress bars, diagnostics, warnings) is the caller's,
 given as a :class:`JobView`: :mod:`analyzer.cli.terminal.progress` gives the
@@ -30,8 +30,6 @@ from analyzer.core.safetext import terminal_text
 from analyzer.ingestion.logs import IngestReport, ingest
 from analyzer.ingestion.metric_readers import check_metric_paths
 from analyzer.ingestion.metric_store import parse_model_map
-from analyzer.ingestion.metrics import stage_metric_files
-from analyzer.ingestion.metrics_ahead import StagingAhead, worth_staging_ahead
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.sources import Discovered, discover_inputs
 from analyzer.jobs.metrics import load_metrics, load_prometheus
@@ -168,30 +166,20 @@ def run_main_job(opts: RunOptions, view: JobView = JobView()) -> tuple[dict, Ing
     if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
         check_metric_paths(list(opts.metrics))
     sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
-    # Beside small logs the metric files are read (into a scratch database) from
-    # now on, while the database opens and the logs are ingested; the metrics' load
-    # takes what was read. Abandoned on the way out whatever happened (a failed
-    # connect or ingest, Ctrl-C): nothing once the load took it.
-    ahead = StagingAhead(list(opts.metrics)) if worth_staging_ahead(list(opts.metrics), sources.files) else None
+    con = connect_writer(opts.db)
     try:
-        con = connect_writer(opts.db)
-        try:
-            return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
-                        deadline_s=deadline_s, view=view, ahead=ahead)
-        finally:
-            con.close()
+        return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
+                    deadline_s=deadline_s, view=view)
     finally:
-        if ahead is not None:
-            ahead.abandon()
+        con.close()
 
 
-def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s, view: JobView,
-         ahead: StagingAhead | None) -> tuple[dict, IngestReport]:
+def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s,
+         view: JobView) -> tuple[dict, IngestReport]:
     """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report).
 
     ``since_dt``/``until_dt``, ``requested_w`` and ``deadline_s`` are ``opts``'
-    values already checked; ``ahead``: the ``--metrics`` files being read since the
-    run began, for the metrics' load (the caller abandons it on the way out).
+    values already checked.
     """
     before = holdings(con)
     stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
@@ -203,8 +191,7 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     with view.loading_metrics() as mprogress:
         metric_loads = load_run_metrics(con, report, metrics, opts.prometheus, list(opts.model_map), stored_w,
                                         since_dt, until_dt, force=opts.save_wedge_window,
-                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress,
-                                        ahead=ahead)
+                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress)
     for load in metric_loads:
         for warning in load.warnings:
             view.warn(warning)
@@ -305,28 +292,19 @@ def summarize_stored(con, *, model_patterns, since, until, one_off_wedge_s: floa
 
 
 def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until, *,
-                     force: bool = False, selector=None, deadline_s=60.0, progress=None, ahead=None) -> list:
+                     force: bool = False, selector=None, deadline_s=60.0, progress=None) -> list:
     """Load metric files and/or query Prometheus, then (re)compute the pod windows.
 
     Without metric options, windows are still recomputed when new log records
     arrived and samples are stored: logged requests are demand in the wedge rule.
-    ``ahead``: a :class:`analyzer.ingestion.metrics_ahead.StagingAhead` reading the
-    ``--metrics`` files since the run began (the metric files found among the logs,
-    ``ingested.metric_files``, are read into the same stage); its result is taken here, and the caller
-    abandons it whatever happens (which does nothing once it was taken). Returns
-    the loads; their ``warnings`` (coarse samples, pods without a model, ...) are
-    the caller's to show.
+    ``metrics`` holds the metric files found among the logs too. Returns the
+    loads; their ``warnings`` (coarse samples, pods without a model, ...) are the
+    caller's to show.
     """
     mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
-        staged = None
-        if ahead is not None:
-            staged = ahead.result()
-            if ingested.metric_files:  # metric files found among the logs: read into the same stage
-                stage_metric_files(ingested.metric_files, progress, into=staged)
-        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
-                                  staged=staged))
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress))
     if prometheus:
         loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping,
                                      selector=selector, timeout=deadline_s, progress=progress))
