@@ -57,6 +57,7 @@ def analyze(*args: str, **kw) -> Ran:
     return run_analyze(*args, **kw)
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_every_accepted_input_makes_rules_promtool_accepts(tmp_path, name):
     options, selector = ACCEPTED[name]
@@ -110,6 +111,7 @@ def test_re2_problems_are_found(pattern, tmp_path):
     assert re2_problem(pattern), pattern
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("pattern", [r"vllm-.*", r"(?i)glm|qwen", r"a\z", r"\pL+", r"\p{Greek}", r"[[:digit:]]{2}",
                                      r"(?P<n>x)", r"(?U)a+", r"a(?i)b", r"[\d\s]", r"x{1000}", ""])
 def test_re2_syntax_is_accepted_and_promtool_agrees(pattern, tmp_path):

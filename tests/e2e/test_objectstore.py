@@ -24,7 +24,7 @@ moto_server = pytest.importorskip("moto.server") if not os.environ.get("CI") els
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.core.errors import ExitCode  # noqa: E402
 from analyzer.io.objectstore import in_layout, parse_url, safe_endpoint  # noqa: E402
-from tests.unit.questions.test_queries import week_records  # noqa: E402
+from tests.support.week import week_records  # noqa: E402
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 

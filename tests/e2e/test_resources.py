@@ -22,7 +22,7 @@ from analyzer.core.errors import ExitCode
 from analyzer.store.db import connect
 from analyzer.store.lake import open_lake
 from analyzer.store.spill import run_folder_name, sweep
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
 from tests.support.cli import analyze
 
 #: A question that sorts more than the memory limit holds: it spills, for long enough to be signalled.

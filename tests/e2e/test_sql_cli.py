@@ -12,7 +12,7 @@ import pytest
 from analyzer.cli.app import main
 from analyzer.store.db import connect
 from analyzer.core.errors import ExitCode
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 

@@ -1,6 +1,6 @@
 """`analyze sql NAME --engine spark --lake DIR`: the same rows as on the database, in every format.
 
-One question through the real command (the gate, tests/unit/questions/test_spark_gate.py,
+One question through the real command (the gate, tests/e2e/test_spark_gate.py,
 covers every question): a lake written by `analyze export --lake`, then the
 question on the database, on the lake through DuckDB and on the lake through a
 local Spark, byte for byte the same table, CSV and JSON on stdout.
@@ -22,9 +22,11 @@ import pytest
 
 from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
+
+pytestmark = pytest.mark.spark
 
 QUESTION = "failures_by_day"
 PARAMS = {"model": "glm%", "since": "2026-11-16T00:00:00.5Z"}

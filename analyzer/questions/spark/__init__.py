@@ -16,7 +16,7 @@ The SQL is the DuckDB SQL of ``queries/`` translated by sqlglot, with the
 catalog's macros inlined and the project's rewrite rules applied
 (:mod:`analyzer.questions.spark.sql`); two questions have hand-written Spark
 versions in ``queries/spark/``. docs/spark.md says what is exact, how to run on a
-cluster, and what it costs. tests/unit/questions/test_spark_gate.py runs every
+cluster, and what it costs. tests/e2e/test_spark_gate.py runs every
 question and view on DuckDB and on Spark over the same data and fails on any
 difference.
 

@@ -1,7 +1,7 @@
 """What a newcomer reads first: the verdict on top, the next commands last, tables that
 never cut a name, sentences whole in a pipe, and `--help` without cut-off texts.
 
-The summary is made from a real DuckDB file (tests/unit/questions/test_queries.py's
+The summary is made from a real DuckDB file (tests/support/week.py's
 week) by the job the command runs; it is printed by the command's printer into a
 rich console of a chosen width, as a terminal of that width or a pipe gets it.
 """
@@ -20,7 +20,7 @@ from analyzer.cli.terminal.summary import PIPED_WIDTH, print_summary, summary_te
 from analyzer.jobs.main_job import RunOptions, summary_of_database
 from analyzer.outputs.verdict import next_steps
 from tests.support.ingesting import ingest_records
-from tests.unit.questions.test_queries import week_records
+from tests.support.week import week_records
 
 LONG = "accounts/fireworks/models/glm-5-fp8-long-context-preview"
 

@@ -24,7 +24,7 @@ from analyzer.questions.spark.lake import lake_relations
 from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -217,6 +217,7 @@ def _needs_spark() -> None:
             pytest.skip("Spark needs a Java runtime")
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("template,names", ESCAPES)
 def test_every_escape_is_refused_on_spark(week, template, names):
     _db, lake, _ = week
@@ -242,6 +243,7 @@ def test_spark_refuses_what_duckdb_refuses_before_starting(week, monkeypatch):
         run_sql(f"COPY (SELECT 1) TO '{secret}'", engine="spark", lake=lake, out=io.StringIO(), err=io.StringIO())
 
 
+@pytest.mark.spark
 def test_spark_session_is_locked_down_behind_the_guard(week):
     """Belt and braces: the session `analyze sql --engine spark` runs in cannot read files or reflect."""
     _needs_spark()

@@ -1,4 +1,4 @@
-"""The translation of queries/' DuckDB SQL to Spark SQL, without Spark (tests/unit/questions/test_spark_gate.py
+"""The translation of queries/' DuckDB SQL to Spark SQL, without Spark (tests/e2e/test_spark_gate.py
 runs every question on both engines)."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import pytest
 from analyzer.core.errors import ExitCode
 from analyzer.store.lake import MANIFEST, check_lake, open_lake
 from analyzer.store.lake_files import LakeError
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -275,6 +275,7 @@ def _needs_spark() -> None:
             pytest.skip("Spark needs a Java runtime")
 
 
+@pytest.mark.spark
 def test_spark_checks_a_lake_at_a_url(lake):
     _needs_spark()
     from analyzer.questions.spark import local_session, register_lake
