@@ -77,6 +77,7 @@ def _response_count(proxy) -> int:
     return sum(1 for r in proxy.records() if r.get("type") == "response")
 
 
+@pytest.mark.slow
 @settings(max_examples=350, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.data_too_large])

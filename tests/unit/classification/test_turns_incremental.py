@@ -4,6 +4,8 @@ result is exactly what a full rebuild gives."""
 from __future__ import annotations
 
 
+import pytest
+
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
@@ -28,6 +30,7 @@ def _same_turns(a, b, table: str = "turns") -> tuple[int, int]:
     return len(ra - rb), len(rb - ra)
 
 
+@pytest.mark.slow
 def test_day_by_day_equals_all_at_once_on_the_sample_week(tmp_path):
     days = sorted((SAMPLE / "s3").iterdir())
     inc = connect(tmp_path / "inc.duckdb")

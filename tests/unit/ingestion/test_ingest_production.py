@@ -347,6 +347,7 @@ def test_standard_input_from_a_pipe(tmp_path, compress):
     assert q(db, "SELECT count(*) FROM records") == [(10,)]
 
 
+@pytest.mark.slow
 def test_standard_input_is_committed_as_it_arrives(tmp_path):
     """A live `kubectl logs -f | analyze -`: what arrived is committed while the pipe stays open.
 

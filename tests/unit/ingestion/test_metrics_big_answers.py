@@ -69,6 +69,7 @@ def _stored(db: Path) -> tuple[int, int]:
         con.close()
 
 
+@pytest.mark.slow
 def test_a_100mb_answer_stays_under_1_5_gb_as_a_file_and_from_a_live_prometheus(tmp_path):
     """The hostile input itself: 100 MB as a file, then the same series from a live server
     into the same database (every point already there: nothing stored twice)."""
@@ -93,6 +94,7 @@ def test_a_100mb_answer_stays_under_1_5_gb_as_a_file_and_from_a_live_prometheus(
     assert _stored(db) == (spec.samples, spec.samples)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["file", "live"])
 def test_a_20mb_answer_loaded_twice_is_stored_once_in_a_third_of_the_old_memory(tmp_path, form):
     """20 MB took 1.2 GB (file) and 1.0 GB (live) of peak RSS before; it now stays well under 0.8 GB."""
@@ -118,6 +120,7 @@ def _digest(con) -> tuple:
                           FROM metric_samples""").fetchall()[0]
 
 
+@pytest.mark.slow
 def test_pages_ask_exactly_the_points_of_one_query_and_store_what_a_file_stores(tmp_path, monkeypatch):
     spec = Spec(pods=4, points=3000)
     file = tmp_path / "answer.json"

@@ -159,6 +159,7 @@ def _final(db: Path, chunk: Path) -> dict:
     return {k: v for k, v in s.items() if k != "chunk_records"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", sorted(KILL_POINTS))
 def test_a_kill_at_each_point_leaves_the_files_whole_or_gone_and_the_rerun_completes(base, point, tmp_path):
     db0, chunk, reference, took = base
@@ -174,6 +175,7 @@ def test_a_kill_at_each_point_leaves_the_files_whole_or_gone_and_the_rerun_compl
     assert _state(db, chunk)["pending"] == 0
 
 
+@pytest.mark.slow
 def test_kills_from_outside_at_timed_points(base, tmp_path):
     """SIGKILL from another process while the forget runs, wherever it is: whole or gone, then the re-run."""
     db0, chunk, reference, took = base
