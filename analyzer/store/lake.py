@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from analyzer.core.interrupt import track
 from analyzer.store.catalog import create_views
 from analyzer.store.db import MEMORY_LIMIT, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_spill_dir
 from analyzer.store.lake_files import PARTITION, LakeError, verify_relation
@@ -210,6 +211,7 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
     check_lake_path(lake_dir)
     doc = read_manifest(lake_dir)
     con = duckdb.connect(config=dict(NO_NETWORK_CONFIG))
+    track(con)  # Ctrl-C or SIGTERM stops a long question at once, as on a database
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-if not os.environ.get("CI"):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs a Java runtime", allow_module_level=True)
+from tests.support.services import need_spark  # noqa: E402
+
+need_spark(module=True)
 
 from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402

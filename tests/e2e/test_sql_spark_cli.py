@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
 from tests.support.week import build_week_db
+from tests.support.services import need_spark
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -46,13 +46,6 @@ def lake(tmp_path_factory) -> tuple[Path, Path]:
     return db, tmp / "lake"
 
 
-def _needs_spark() -> None:
-    if not os.environ.get("CI"):
-        pytest.importorskip("pyspark")
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            pytest.skip("Spark needs a Java runtime")
-
-
 def _rows(fmt: str, **where) -> str:
     out, err = io.StringIO(), io.StringIO()
     run_sql(QUESTION, params=PARAMS, fmt=fmt, out=out, err=err, **where)
@@ -68,7 +61,7 @@ def test_the_lake_through_duckdb_answers_as_the_database(lake, fmt):
 
 
 def test_spark_answers_as_the_database_in_every_format(lake):
-    _needs_spark()
+    need_spark()
     db, lake_dir = lake
     for fmt in ("table", "csv"):
         assert _rows(fmt, engine="spark", lake=lake_dir) == _rows(fmt, db=db), fmt
@@ -106,7 +99,7 @@ def test_spark_says_a_wrong_lake_before_starting(lake, tmp_path, monkeypatch):
 
 
 def test_spark_rows_into_a_closed_pipe_end_quietly(lake, tmp_path):
-    _needs_spark()
+    need_spark()
     _, lake_dir = lake
     cmd = (f"{sys.executable} -m analyzer.cli.app sql 'SELECT * FROM range(200000)' "
            f"--engine spark --lake '{lake_dir}' | head -1")

@@ -9,7 +9,6 @@ passes the guard on both engines, so the gate's questions still answer.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
 from tests.support.week import build_week_db
+from tests.support.services import need_spark
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -210,13 +210,6 @@ def test_query_on_a_writable_connection_the_caller_opened_runs_anything(week, tm
 # Spark: refused before a JVM starts; Spark's own locks on a real session
 
 
-def _needs_spark() -> None:
-    if not os.environ.get("CI"):
-        pytest.importorskip("pyspark")
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            pytest.skip("Spark needs a Java runtime")
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("template,names", ESCAPES)
 def test_every_escape_is_refused_on_spark(week, template, names):
@@ -246,7 +239,7 @@ def test_spark_refuses_what_duckdb_refuses_before_starting(week, monkeypatch):
 @pytest.mark.spark
 def test_spark_session_is_locked_down_behind_the_guard(week):
     """Belt and braces: the session `analyze sql --engine spark` runs in cannot read files or reflect."""
-    _needs_spark()
+    need_spark()
     from analyzer.questions.spark import local_session, lock_down
 
     _db, _lake, secret = week

@@ -13,7 +13,6 @@ what a killed export left goes, a second export is refused while the first runs.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from analyzer.core.errors import ExitCode
 from analyzer.store.lake import MANIFEST, check_lake, open_lake
 from analyzer.store.lake_files import LakeError
 from tests.support.week import build_week_db
+from tests.support.services import need_spark
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -268,16 +268,9 @@ def test_two_exports_at_once_leave_one_readable_lake(exported, tmp_path):
 # A lake at a URL on Spark: the files Spark lists and the rows it counts
 
 
-def _needs_spark() -> None:
-    if not os.environ.get("CI"):
-        pytest.importorskip("pyspark")
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            pytest.skip("Spark needs a Java runtime")
-
-
 @pytest.mark.spark
 def test_spark_checks_a_lake_at_a_url(lake):
-    _needs_spark()
+    need_spark()
     from analyzer.questions.spark import local_session, register_lake
 
     url = lake.resolve().as_uri()  # file:///...: read through Spark's filesystem, as s3a:// would be
