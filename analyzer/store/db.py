@@ -575,6 +575,21 @@ def _m010_glm_shapes(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m011_gateway_records(con: duckdb.DuckDBPyConnection) -> None:
+    """Records another gateway wrote: LiteLLM's logging payloads, read as requests and responses."""
+    con.execute(
+        """
+        -- The gateway whose logs a record was read from: 'litellm' for a LiteLLM
+        -- StandardLoggingPayload (analyzer.io.litellm_records maps each to a request
+        -- and a response on its line), null for the proxy's own records. A LiteLLM
+        -- call's retries and fallbacks share its call id: turn_features folds them
+        -- into one turn.
+        ALTER TABLE records ADD COLUMN gateway VARCHAR;
+        DELETE FROM build_state;
+        """
+    )
+
+
 #: Applied in order; append only. Never edit or reorder a released migration.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", _m001_initial),
@@ -587,6 +602,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_ladder_weeks", _m008_ladder_weeks),
     ("009_ingest_guards", _m009_ingest_guards),
     ("010_glm_shapes", _m010_glm_shapes),
+    ("011_gateway_records", _m011_gateway_records),
 ]
 
 

@@ -274,9 +274,9 @@ def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path)
     shutil.copy(week, old)
     con = duckdb.connect(str(old))
     newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    assert newest == "010_glm_shapes"  # undone below as if the database were made before it
-    con.execute("DELETE FROM _migrations WHERE name = ?", [newest])
-    for column in ("content_leak", "reasoning_blank", "reasoning_repaired"):
+    assert newest == "011_gateway_records"  # undone below (011, 010) as if the database were made before them
+    con.execute("DELETE FROM _migrations WHERE name IN ('011_gateway_records', '010_glm_shapes')")
+    for column in ("gateway", "content_leak", "reasoning_blank", "reasoning_repaired"):
         con.execute(f"ALTER TABLE records DROP COLUMN {column}")
     con.execute("ALTER TABLE pod_windows DROP COLUMN inferred")
     con.execute("ALTER TABLE replay_attempts DROP COLUMN refused_reason")
