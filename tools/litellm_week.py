@@ -12,14 +12,14 @@ analyzer must give its turn (and, for the ladder, where it must recover).
 tests/e2e/test_litellm.py drives them against a moto server and analyzes what
 LiteLLM wrote; this script does the same and keeps the objects as the sample::
 
-    python tools/litellm_week.py                    # rewrite sample_logs/litellm/
+    python tools/litellm_week.py                    # rewrite sample_logs/litellm/{s3/,truth.json}
     python tools/litellm_week.py --out DIR
 
 The sample is what LiteLLM wrote, with two changes said in its README: each
 call's times are moved, by one offset per call, onto the sample week (Monday
 2026-11-16 on; LiteLLM stamps the clock's time), and a day's objects are kept as
 one gzip-compressed JSON-lines flush (LiteLLM's ``s3_batch_file_upload`` layout)
-instead of one object per call. ``truth.json`` beside them holds each call's
+instead of one object per call, under ``s3/``. ``truth.json`` beside it holds each call's
 expected class and ladder, and what the upstream received per rung.
 tests/unit/tools/test_litellm_week.py checks the sample against it and this
 script's calls.
@@ -336,11 +336,14 @@ def run(out: Path) -> dict:
             payloads = [json.loads(s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()) for k in keys]
     finally:
         moto.stop()
-    if out.exists():
-        shutil.rmtree(out)
+    for part in ("s3", "truth.json"):  # (README.md is written by hand)
+        if (out / part).is_dir():
+            shutil.rmtree(out / part)
+        elif (out / part).exists():
+            (out / part).unlink()
     for name, data in sample_files(payloads, driven).items():
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / name).write_bytes(data)
+        (out / "s3" / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / "s3" / name).write_bytes(data)
     truth = truth_of(driven)
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
     return truth

@@ -109,14 +109,16 @@ def records_of(payload: dict) -> tuple[dict, dict]:
     }
     common = {**ids, "gateway": GATEWAY, "proxy_pod": _replica(source["api_base"], payload.get("model_id"))}
     params = _dict(payload.get("model_parameters"))
+    fields = _dict(_dict(metadata.get("spend_logs_metadata")).get(LOG_FIELDS_KEY))
     request = {"timestamp": _iso(start), "type": "request", **common, **_prompt(payload.get("messages"), params),
                "litellm": source}
+    if request["enable_thinking"] is None:  # LiteLLM logs no chat_template_kwargs; the ladder says what it sent
+        request["enable_thinking"] = _switch_sent(fields.get("thinking_sent"))
     response = {"timestamp": _iso(end), "type": "response", **common,
                 "latency_ms": max(0, round((end - start).total_seconds() * 1000)),
                 **_answer(payload), "max_tokens": _int(params.get("max_completion_tokens", params.get("max_tokens"))),
                 "thinking_token_budget": _int(params.get("thinking_token_budget")),
                 "litellm": {**source, **_attempts(hidden)}}
-    fields = _dict(_dict(metadata.get("spend_logs_metadata")).get(LOG_FIELDS_KEY))
     response.update(fields)  # the ladder's own account of the call, as the proxy merges log_fields
     return request, response
 
@@ -154,6 +156,26 @@ def _switch(params: dict) -> bool | None:
                   *((kwargs.get("enable_thinking"), kwargs.get("thinking")) if isinstance(kwargs, dict) else ())):
         if isinstance(value, bool):
             return value
+    return None
+
+
+def _switch_sent(sent: Any) -> bool | None:
+    """The client's thinking switch, read back from the keys the ladder's normalizer sent (``thinking_sent``).
+
+    The normalizer writes the switch into the template's keys: a false
+    ``enable_thinking``/``thinking``, or GLM-5.3's ``reasoning_effort: "low"``, is
+    thinking off; a true key, or ``clear_thinking`` (sent only with thinking on),
+    is on.
+    """
+    if not isinstance(sent, dict):
+        return None
+    for key in ("enable_thinking", "thinking"):
+        if isinstance(sent.get(key), bool):
+            return sent[key]
+    if sent.get("reasoning_effort") == "low":
+        return False
+    if "clear_thinking" in sent:
+        return True
     return None
 
 

@@ -135,6 +135,17 @@ def test_the_ladders_log_fields_are_merged_as_the_proxy_merges_them():
     assert {k: resp[k] for k in fields} == fields
 
 
+@pytest.mark.parametrize("sent, switch", [({"enable_thinking": False, "thinking": False}, False),
+                                          ({"enable_thinking": True, "clear_thinking": False}, True),
+                                          ({"reasoning_effort": "low"}, False), ({"clear_thinking": False}, True),
+                                          (None, None)])
+def test_the_thinking_switch_is_read_back_from_what_the_ladder_sent(sent, switch):
+    # LiteLLM logs no chat_template_kwargs: only a ladder call says what the client asked for
+    fields = {"log_fields_version": 4, "thinking_sent": sent}
+    req = records_of(L.payload(spend_logs_metadata={"analyzer_log_fields": fields}))[0]
+    assert req["enable_thinking"] is switch
+
+
 def test_retries_and_fallbacks_are_said_in_the_record():
     resp = records_of(L.payload(retries=1, fallbacks=1))[1]
     assert resp["litellm"]["attempted_retries"] == 1 and resp["litellm"]["attempted_fallbacks"] == 1
