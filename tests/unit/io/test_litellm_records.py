@@ -26,6 +26,9 @@ from analyzer.io.sources import LITELLM, detect_text_form, is_litellm_head
 from analyzer.online import parse_error
 from tests.support import litellm as L
 
+NAKED_500 = L.error(500, "InternalServerError", "litellm.InternalServerError: InternalServerError: "
+                                                "Hosted_vllmException - ")
+
 
 def test_a_success_is_a_request_at_its_start_and_a_response_at_its_end():
     p = L.payload(call_id="5f0c1c3e-call", start=L.T0, seconds=1.25,
@@ -124,6 +127,9 @@ def test_with_message_logging_off_emptiness_and_the_transcript_are_unknown():
     resp = records_of(L.payload(messages=[{"role": "user", "content": "redacted-by-litellm"}],
                                 response=L.answer(None, finish_reason="length")))[1]
     assert resp["has_content"] is False and resp["finish_reason"] == "length"
+    # a failure's response is LiteLLM's marker in a text: the error still reads
+    failed = L.payload(status="failure", error_information=NAKED_500, response={"text": "redacted-by-litellm"})
+    assert records_of(failed)[1]["error"] == "Provider returned 500: "
 
 
 def test_the_ladders_log_fields_are_merged_as_the_proxy_merges_them():
