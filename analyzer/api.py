@@ -31,8 +31,8 @@ from analyzer.core.paths import default_db_path
 from analyzer.ingestion.logs import IngestReport
 from analyzer.ingestion.logs import ingest as _ingest
 from analyzer.questions.sqlrun import frame
+from analyzer.store.db import READ_ONLY_SETTINGS, connect_writer
 from analyzer.store.db import connect as _connect
-from analyzer.store.db import connect_writer
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars
@@ -61,7 +61,9 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
     """A connection for one call: ``db`` itself when it is one, else opened and closed here.
 
     ``ingest``: opened to ingest into, as the analyzer's commands that write
-    open it (:func:`analyzer.store.db.connect_writer`).
+    open it (:func:`analyzer.store.db.connect_writer`). Opened to read (``write``
+    false), a path gets the read-only settings of ``analyze sql``: no file or
+    network access, the configuration locked.
     """
     if db is not None and not isinstance(db, (str, Path)):
         yield db  # the caller's connection: theirs to close
@@ -74,7 +76,7 @@ def _opened(db: DB, *, write: bool, ingest: bool = False) -> Iterator["duckdb.Du
     con = None
     if not write and str(target) != ":memory:" and target.exists():
         try:
-            con = _connect(target, read_only=True)
+            con = _connect(target, read_only=True, settings=READ_ONLY_SETTINGS)
         except DatabaseError as exc:
             # This process already holds the file read-write (a notebook's
             # connect()): DuckDB refuses a second, read-only configuration.
@@ -100,13 +102,29 @@ def query(name_or_sql: str, db: DB = None, **params: Any) -> "polars.DataFrame":
             are not given are NULL ("no bound"); ``since``/``until`` take ISO-8601
             text (UTC unless an offset is given) or datetimes.
 
+    Read-only unless the caller passes a writable connection of their own on
+    purpose (``db=analyzer.connect()``): on a path or a read-only connection the
+    SQL is one reading statement that references only the database's relations
+    and the functions a question may call (the guard of ``analyze sql``,
+    :mod:`analyzer.questions.guard`), so ``COPY ... TO`` or ``read_text(...)``
+    is refused.
+
     Raises:
         analyzer.store.asking.UnknownQueryError: no such query file.
         analyzer.store.asking.QueryParamError: a parameter is missing or not the query's.
         analyzer.store.asking.SqlError: DuckDB rejected the SQL.
+        analyzer.questions.sqlrun.WriteRefused, analyzer.questions.guard.QuestionRefused:
+            more than a read of the database's relations, on a connection not opened to write.
     """
+    writable_on_purpose = db is not None and not isinstance(db, (str, Path)) and not _read_only(db)
     with _opened(db, write=False) as con:
-        return frame(con, name_or_sql, params)
+        return frame(con, name_or_sql, params, guarded=not writable_on_purpose)
+
+
+def _read_only(con: "duckdb.DuckDBPyConnection") -> bool:
+    """Whether ``con``'s database was opened read-only."""
+    rows = con.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return bool(rows and rows[0][0])
 
 
 def ingest(paths: str | Path | Iterable[str | Path], db: DB = None, strict: bool = False) -> "IngestReport":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from analyzer.cli.options import naming
 from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.paths import same_file
 from analyzer.outputs.alerts import AlertSettings, render_prometheus_rule, render_rules, render_unit_tests
 
 
@@ -36,13 +37,19 @@ def alerts_command(*, output: str | Path | None = None, unit_tests: str | Path |
     if unit_tests is not None and (fmt != "rules" or output is None):
         raise AnalyzerError("--unit-tests needs --output FILE of --format rules (the tests load that file)",
                             ExitCode.USAGE)
+    if unit_tests is not None and same_file(output, unit_tests):
+        raise AnalyzerError(f"--output and --unit-tests are the same file ({output}): the tests would replace "
+                            "the rules they test; give two files", ExitCode.USAGE)
     if output is None:
         sys.stdout.write(text)
         return text
+    tests_text = None
+    if unit_tests is not None:  # made before anything is written: a refusal leaves no file half done
+        rules_path = os.path.relpath(Path(output).resolve(), Path(unit_tests).resolve().parent)
+        tests_text = render_unit_tests(settings, rules_path)
     Path(output).write_text(text, encoding="utf-8")
     print(f"wrote {output} ({settings.describe()})", file=sys.stderr)
     if unit_tests is not None:
-        rules_path = os.path.relpath(Path(output).resolve(), Path(unit_tests).resolve().parent)
-        Path(unit_tests).write_text(render_unit_tests(settings, rules_path), encoding="utf-8")
+        Path(unit_tests).write_text(tests_text, encoding="utf-8")
         print(f"wrote {unit_tests}: check with `promtool test rules {unit_tests}`", file=sys.stderr)
     return text

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import typer
 
 from analyzer.core.errors import AnalyzerError, ExitCode, is_write_failure, one_line
-from analyzer.core.interrupt import Interrupted, install_interrupt_handler, restore_interrupt_handler, was_interrupted
+from analyzer.core.interrupt import (Interrupted, install_interrupt_handler, restore_interrupt_handler,
+                                     was_interrupted, was_terminated)
 from analyzer.core.safetext import terminal_text
 
 
@@ -28,7 +29,7 @@ def guarded(call: Callable[[], Any]) -> None:
             code = call()
             sys.stdout.flush()
         except (Interrupted, KeyboardInterrupt):
-            _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
+            _signalled()
         except BrokenPipeError:
             _quiet_closed_pipe()
         except BaseException as err:  # noqa: BLE001 - every way out says one line
@@ -47,7 +48,7 @@ def _exit_for(err: BaseException) -> None:
             _quiet_closed_pipe()
         raise err
     if was_interrupted():  # DuckDB turns Ctrl-C into its own errors: the cause is the signal
-        _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
+        _signalled()
     exits, click_errors, usage_errors, aborts = _click_exceptions()  # typer's parser raises these
     if isinstance(err, exits):
         raise SystemExit(err.exit_code)
@@ -77,6 +78,13 @@ def _exit_for(err: BaseException) -> None:
         _fail(f"unexpected {type(err).__name__}: {err} (set ANALYZER_DEBUG=1 for the traceback)",
               int(ExitCode.FAILED))
     raise err
+
+
+def _signalled() -> None:
+    """The run was stopped by a signal: Ctrl-C (130, ``interrupted``) or SIGTERM (143, ``terminated``)."""
+    if was_terminated():
+        _fail("terminated", int(ExitCode.TERMINATED), raw=True)
+    _fail("interrupted", int(ExitCode.INTERRUPTED), raw=True)
 
 
 def _click_exceptions() -> tuple[tuple, tuple, tuple, tuple]:

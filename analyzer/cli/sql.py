@@ -1,8 +1,10 @@
 """``analyze sql``: run SQL text or a ``queries/`` file on the database, print the result.
 
 The database is opened read-only unless ``--write`` is given (see
-:mod:`analyzer.questions.sqlrun` for what the read-only default allows). Results go to
-stdout as a table, CSV or JSON; the row count and errors go to stderr.
+:mod:`analyzer.questions.sqlrun` for what the read-only default allows); a lake is
+always read-only. Read-only, every engine checks the question with the same guard
+(:mod:`analyzer.questions.guard`) before it runs. Results go to stdout as a table,
+CSV or JSON; the row count and errors go to stderr.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import duckdb
 from analyzer.cli.options import naming
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
-from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows
-from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve
+from analyzer.questions.guard import check_question
+from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
+from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve, sql_failure
 from analyzer.store.db import connect, connect_writer
-from analyzer.store.lake import check_lake_path, open_lake, read_manifest
+from analyzer.store.lake import check_lake, check_lake_path, open_lake
 
 #: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
 ENGINES = ("duckdb", "spark")
@@ -58,7 +61,7 @@ def run_sql(
         analyzer.core.errors.DatabaseError (exit 5).
     """
     # The read-only refusals' remedy (``open the database read-write``), as this command says it.
-    with _param_flags(), naming(write="pass --write"):
+    with _param_flags(), naming(write="pass --write", lake="--lake"):
         return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, engine=engine,
                         lake=lake, out=out, err=err)
 
@@ -75,22 +78,21 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
     if engine not in ENGINES:
         raise AnalyzerError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}", ExitCode.USAGE, param="engine")
     if lake is not None and write:
-        raise AnalyzerError("--write with --lake: a lake is read, never written", ExitCode.USAGE, param="write")
+        raise AnalyzerError("--write is not available with --lake: a lake is read, never written", ExitCode.USAGE)
     if lake is not None and db is not None:
-        raise AnalyzerError("--db and --lake: give one (a database file or a lake folder)", ExitCode.USAGE,
-                            param="lake")
+        raise AnalyzerError("--db and --lake: give one (a database file or a lake folder)", ExitCode.USAGE)
     if lake is not None and engine == "duckdb" and "://" in str(lake):
         raise AnalyzerError(f"--lake {lake}: DuckDB reads a lake in a local folder; a lake at a URL is read "
-                            "with --engine spark", ExitCode.USAGE, param="lake")
+                            "with --engine spark", ExitCode.USAGE)
     given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
     if not write:
-        check_read_only(resolved.sql)
+        check_read_only(resolved.sql, lake=lake is not None)
     if engine == "spark":
         if lake is None:
             raise AnalyzerError("--engine spark reads a lake: pass --lake DIR (write one with "
-                                "`analyze export --lake DIR`)", ExitCode.USAGE, param="lake")
+                                "`analyze export --lake DIR`)", ExitCode.USAGE)
         return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
 
     if lake is not None:
@@ -99,6 +101,8 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
     else:
         con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
+        if not write:  # --write opens the database for anything: the guard is the read-only default's
+            guard_on(con, resolved.sql, label=resolved.label, where="the lake" if lake is not None else "the database")
         cur = execute(con, query, given)
         columns = [d[0] for d in (cur.description or [])]
         if not columns:  # a statement without a result set (with --write)
@@ -108,7 +112,7 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
             n = WRITERS[fmt](columns, fetch_rows(cur), out)
             out.flush()
         except duckdb.Error as exc:  # errors that surface while rows stream
-            raise SqlError(f"{resolved.label} failed: {str(exc).strip()}") from exc
+            raise sql_failure(resolved.label, exc) from exc
         except BrokenPipeError:
             return _reader_left(out)
     finally:
@@ -122,23 +126,28 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
     try:
         # pyspark (a JVM behind it) loads only for --engine spark.
         from analyzer.questions.spark import (
-            UnsupportedConstruct, local_session, question_frame, register_lake, relations_read, to_spark_sql)
+            UnsupportedConstruct, lake_relations, local_session, lock_down, question_frame, register_lake,
+            relations_read, to_spark_sql)
     except ImportError as exc:
         raise AnalyzerError(f"--engine spark needs pyspark and sqlglot: pip install 'analyzer[spark]' ({exc})",
                             ExitCode.USAGE, param="engine") from exc
     check_lake_path(lake)  # a wrong lake is said before a JVM starts
     if "://" not in str(lake):
-        read_manifest(lake)
+        check_lake(lake)
+    resolved = resolve(query)
+    # The same guard as on DuckDB, on the question's DuckDB SQL (what Spark runs is its translation).
+    check_question(resolved.sql, lake_relations(), engine="spark", label=resolved.label, where="the lake")
     try:
         needs = relations_read(to_spark_sql(query))
     except UnsupportedConstruct as exc:
         raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
     try:
         spark = local_session("analyze-sql", master="local[2]")
-    except ImportError as exc:  # sqlglot came with the test extra, pyspark did not
+    except ImportError as exc:
         raise AnalyzerError(f"--engine spark needs pyspark: pip install 'analyzer[spark]' ({exc})",
                             ExitCode.USAGE, param="engine") from exc
     try:
+        lock_down(spark)  # belt and braces: what the guard refuses, Spark could not do either
         try:
             register_lake(spark, str(lake), needs=needs)  # only what this question reads is computed
             df = question_frame(spark, query, **given)

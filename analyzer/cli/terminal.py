@@ -669,6 +669,9 @@ def print_lake_report(report: "LakeReport") -> None:
 def print_forget_report(report: "ForgetReport") -> None:
     """What ``forget`` removed (or would), what it read again and re-derived."""
     verb = "would forget" if report.dry_run else "forgot"
+    if report.resumed:
+        print(f"{'would finish' if report.dry_run else 'finished'} an interrupted forget of "
+              f"{len(report.resumed):,} file(s)")
     print(f"{verb} {len(report.files):,} file(s): {report.records:,} records, {report.quarantined:,} quarantined lines"
           + (f", {report.replay_attempts:,} replay attempts" if report.replay_attempts else "")
           + (f", {report.metric_samples:,} metric samples from {len(report.metric_sources)} source(s)"

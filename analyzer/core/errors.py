@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     SKIPPED = 8  # --strict: the run completed, but some input files were skipped
     CANNOT_WRITE = 9  # an output cannot be written: disk full, permission denied, read-only file system
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it
+    TERMINATED = 143  # SIGTERM (timeout, a service manager), as shells report it
 
 
 class AnalyzerError(Exception):

@@ -1,4 +1,10 @@
-"""Ctrl-C at the command layer: whatever was running, the command ends with 130 and one line.
+"""Ctrl-C and SIGTERM at the command layer: whatever was running, the command ends with one line.
+
+Ctrl-C (SIGINT) ends it with 130 (``interrupted``); SIGTERM, what ``timeout`` and
+service managers send, with 143 (``terminated``), the same way: the statement
+stopped, the transaction rolled back, and the run's spill folders removed on the
+way out (:mod:`analyzer.store.spill`), where SIGTERM's default would kill the
+process and leave them.
 
 DuckDB turns a SIGINT that arrives during a query into errors of its own
 (``Query interrupted``, then ``Current transaction is aborted`` from the next
@@ -25,7 +31,7 @@ import socket
 import threading
 import weakref
 
-_state: dict = {"interrupted": False, "raised": False, "wakeup": None}
+_state: dict = {"interrupted": False, "raised": False, "terminated": False, "wakeup": None}
 _connections: "weakref.WeakSet" = weakref.WeakSet()
 # Connections are tracked from several threads (the ingest's stores, the metrics read
 # ahead) while the watcher thread walks the set: one lock, or the walk can fail.
@@ -56,7 +62,9 @@ def _watch(reader: socket.socket) -> None:
             return
         if not data:
             return
-        if signal.SIGINT in data:
+        if signal.SIGTERM in data:
+            _state["terminated"] = True
+        if signal.SIGINT in data or signal.SIGTERM in data:
             _state["interrupted"] = True
             _interrupt_connections()
 
@@ -65,23 +73,33 @@ class Interrupted(BaseException):
     """Raised in the main thread by the first SIGINT (Ctrl-C)."""
 
 
-def _on_sigint(signum, frame) -> None:  # noqa: ARG001 - the signal module's signature
+class Terminated(Interrupted):
+    """Raised in the main thread by the first SIGTERM (``timeout``, a service manager, ``kill``)."""
+
+
+def _on_signal(signum, frame) -> None:  # noqa: ARG001 - the signal module's signature
     _state["interrupted"] = True
+    if signum == signal.SIGTERM:
+        _state["terminated"] = True
     if _state["raised"]:
         return  # already unwinding: let the rollback finish
     _state["raised"] = True  # (the watcher thread sets "interrupted" too, maybe first: not this flag)
-    raise Interrupted()
+    raise Terminated() if signum == signal.SIGTERM else Interrupted()
+
+
+#: The signals the command line ends on cleanly.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def install_interrupt_handler():
-    """Route SIGINT through :func:`was_interrupted` (only from the main thread).
+    """Route SIGINT and SIGTERM through :func:`was_interrupted` (only from the main thread).
 
-    Returns the previous handler (for :func:`restore_interrupt_handler`), or None.
+    Returns the previous handlers (for :func:`restore_interrupt_handler`), or None.
     """
-    _state["interrupted"] = _state["raised"] = False
+    _state["interrupted"] = _state["raised"] = _state["terminated"] = False
     try:
-        previous = signal.signal(signal.SIGINT, _on_sigint)
-    except ValueError:  # not the main thread (an embedding program): leave its handler alone
+        previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
+    except ValueError:  # not the main thread (an embedding program): leave its handlers alone
         return None
     reader, writer = socket.socketpair()
     writer.setblocking(False)
@@ -111,13 +129,18 @@ def restore_interrupt_handler(previous) -> None:
         except OSError:
             pass
         reader.close()
-    if previous is not None:
+    for sig, handler in (previous or {}).items():
         try:
-            signal.signal(signal.SIGINT, previous)
-        except ValueError:
+            signal.signal(sig, handler)
+        except (ValueError, TypeError):
             pass
 
 
 def was_interrupted() -> bool:
-    """True once a SIGINT arrived in this process."""
+    """True once a SIGINT or SIGTERM arrived in this process."""
     return _state["interrupted"]
+
+
+def was_terminated() -> bool:
+    """True once a SIGTERM arrived in this process."""
+    return _state.get("terminated", False)

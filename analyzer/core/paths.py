@@ -17,6 +17,17 @@ def default_db_path() -> Path:
     return Path(env) if env else Path.cwd() / DEFAULT_DB_NAME
 
 
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (the same path, or links to one file)."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    if pa.resolve() == pb.resolve():
+        return True
+    try:
+        return pa.exists() and pb.exists() and os.path.samefile(pa, pb)
+    except OSError:
+        return False
+
+
 def _resource_dir(name: str) -> Path:
     # In a checkout (or an editable install) the folder sits beside the package;
     # a regular install puts it under <prefix>/share/analyzer/ (pyproject data-files).

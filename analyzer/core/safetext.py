@@ -46,6 +46,29 @@ def page_text(text: object) -> str:
     return _PAGE_CONTROL.sub(_escape, s)
 
 
+#: The longest unbroken run of characters (a name, a token, a URL) a page shows whole.
+LONG_WORD = 120
+
+
+def cut_long_words(text: str, limit: int = LONG_WORD) -> str:
+    """``text`` with every run of more than ``limit`` characters without a space shown as its start,
+    how many characters were left out, and its end.
+
+    A 5,000-character model or client name from the logs cannot make a report's
+    table or chart thousands of pixels wide (a browser breaks lines at spaces);
+    its start and end still tell it apart from the others.
+    """
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 6
+
+    def cut(match: re.Match) -> str:
+        word = match.group(0)
+        return f"{word[:head]}…({len(word) - head - tail:,} more characters)…{word[-tail:]}"
+
+    return re.sub(r"\S{%d,}" % (limit + 1), cut, text)
+
+
 def terminal_text(text: object) -> str:
     """Log text for the terminal: credentials scrubbed (:func:`analyzer.core.scrub.scrub`), controls escaped."""
     s = "" if text is None else str(text)

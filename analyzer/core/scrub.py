@@ -25,9 +25,14 @@ sees *what* was there):
 * JSON Web Tokens (``eyJ...``), with or without ``Bearer``;
 * PEM private-key blocks (RSA, EC, OpenSSH, PGP ...), whole, cut-off ones too;
 * vendor keys by their prefix: OpenAI/Anthropic/OpenRouter ``sk-...``, AWS
-  ``AKIA``/``ASIA``, Google ``AIza...``, GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/
-  ``ghr_``/``github_pat_``, GitLab ``glpat-``, Hugging Face ``hf_``, Slack ``xox?-``
-  and ``xapp-``, Stripe ``sk_live_``/``rk_live_``, npm ``npm_``, PyPI ``pypi-``.
+  ``AKIA``/``ASIA``, Google ``AIza...`` and OAuth ``ya29.`` tokens, GitHub
+  ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, GitLab ``glpat-``,
+  Hugging Face ``hf_``, Slack ``xox?-`` and ``xapp-``, Stripe ``sk_live_``/``rk_live_``,
+  npm ``npm_``, PyPI ``pypi-``;
+* by their shape where a word says what they are: an AWS secret access key (40
+  characters of base64, mixed case and digits) after ``aws`` or ``secret`` in prose;
+  Telegram bot tokens (``123456789:AA...``); the secret path of Slack webhook URLs
+  (``https://hooks.slack.com/services/[REDACTED]``).
 
 Why our own list and not a library: Yelp's ``detect-secrets`` (the best-kept
 candidate) is a scanner for source files, not a scrubber. Its 1.5.0 has no
@@ -69,10 +74,11 @@ _KEY_NAME = rf"(?:[a-z0-9]+[_-])*(?:{_GLUED}|{_KEY_CORE})(?:[_-](?:id|key|value|
 SECRET_KEY_RE = re.compile(rf"(?i)^(?:{_KEY_NAME}|(?:set-)?cookies?)$")
 
 # key: value / "key": "value" / key='value' / \"key\": \"value\" (JSON inside a string)
-# / key=value in a query string.
+# / key=value in a query string. A name that ends a path (`../../etc/passwd: No such file`) is
+# a file, not a key.
 _KEY_VALUE_RE = re.compile(
     rf"""(?ix)
-    (?<![a-z0-9_-])
+    (?<![a-z0-9_/-])
     (?P<key>\\?["']?{_KEY_NAME}\\?["']?\s*[:=]\s*)
     (?P<value>
         \\"(?:(?!\\").)*\\"          # \"...\" inside a JSON string
@@ -128,11 +134,20 @@ _TOKEN_SHAPES_RE = re.compile(
     r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe secret and restricted keys
     r"|npm_[A-Za-z0-9]{36}"                     # npm
     r"|pypi-[A-Za-z0-9_-]{50,}"                 # PyPI
+    r"|ya29\.[A-Za-z0-9_-]{20,}"                # Google OAuth access tokens
     r")(?![A-Za-z0-9])"
 )
 # The literal starts of _TOKEN_SHAPES_RE's alternatives (case as written).
 _TOKEN_PREFIXES = ("sk-", "AKIA", "ASIA", "ABIA", "ACCA", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-                   "github_pat_", "glpat-", "hf_", "xox", "xapp-", "_live_", "_test_", "npm_", "pypi-")
+                   "github_pat_", "glpat-", "hf_", "xox", "xapp-", "_live_", "_test_", "npm_", "pypi-", "ya29.")
+# An AWS secret access key in prose ("aws secret wJalr...EXAMPLEKEY is invalid"): 40 characters of
+# base64 at most 40 characters after `aws` or `secret`. Only with a digit and both cases is it taken
+# for a key (a git commit id is 40 characters too, lower case hex).
+_AWS_SECRET_RE = re.compile(r"(?i)\b(?:aws|secret)\b[^\n]{0,40}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
+# Telegram bot tokens: the bot's number, a colon, and 35 characters starting with A.
+_TELEGRAM_RE = re.compile(r"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}(?![A-Za-z0-9_-])")
+# Slack webhook URLs: the path after /services/ (/workflows/, /triggers/) is the secret.
+_SLACK_HOOK_RE = re.compile(r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]+")
 # JSON Web Tokens: a base64url header that starts `{"` (`eyJ`), a dot, the payload and
 # the signature (either may be missing in a text cut short).
 _JWT_RE = re.compile(_TOKEN_START + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?")
@@ -172,6 +187,16 @@ def _basic(match: re.Match) -> str:
         return match.group(0)
     if ":" in decoded and decoded.isprintable():
         return match.group(1) + REDACTED
+    return match.group(0)
+
+
+def _aws_secret(match: re.Match) -> str:
+    key = match.group(1)
+    if any(c.isupper() for c in key) and any(c.islower() for c in key) and any(c.isdigit() for c in key):
+        start, end = match.span(1)
+        text = match.group(0)
+        offset = match.start(0)
+        return text[:start - offset] + REDACTED + text[end - offset:]
     return match.group(0)
 
 
@@ -234,6 +259,12 @@ def _scrub_once(text: str) -> str:
         text = _KEY_VALUE_RE.sub(_redact_value, text)
     if any(prefix in text for prefix in _TOKEN_PREFIXES):
         text = _TOKEN_SHAPES_RE.sub(REDACTED, text)
+    if "aws" in low or "secret" in low:
+        text = _AWS_SECRET_RE.sub(_aws_secret, text)
+    if ":A" in text:
+        text = _TELEGRAM_RE.sub(REDACTED, text)
+    if "hooks.slack.com" in low:
+        text = _SLACK_HOOK_RE.sub(lambda m: m.group(1) + REDACTED, text)
     if "eyJ" in text:
         text = _JWT_RE.sub(REDACTED, text)
     return text

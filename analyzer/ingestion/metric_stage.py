@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import duckdb
 
 from analyzer.io.metric_samples import KEPT_SPELLINGS, Sample, canonical_name, labels_json, pod_identity, target_of
+from analyzer.store.spill import scratch_spill_dir
 
 STAGE = "_metric_stage"
 LABELS = "_metric_labels"
@@ -70,7 +70,7 @@ SCRATCH_MEMORY = os.environ.get("ANALYZER_METRICS_MEMORY_LIMIT", "384MB")
 def open_stage() -> duckdb.DuckDBPyConnection:
     """A scratch in-memory DuckDB holding the empty staging tables; close it with :func:`close_stage`."""
     scratch = duckdb.connect()
-    spill = tempfile.mkdtemp(prefix="analyzer-metrics-")
+    spill = scratch_spill_dir("metrics-")  # in this run's folder: swept by a later run if this one is killed
     scratch.execute("SET TimeZone = 'UTC'")  # naive times in CSV are UTC, as everywhere
     scratch.execute("SET memory_limit = ?", [SCRATCH_MEMORY])
     scratch.execute("SET temp_directory = ?", [spill])

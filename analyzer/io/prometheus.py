@@ -39,6 +39,7 @@ from analyzer.core.scrub import scrub
 from analyzer.core.urls import split_credentials
 from analyzer.io.metric_formats import parse_prometheus_json
 from analyzer.io.metric_samples import Sample
+from analyzer.io.promql import PromQLStringError, quote, re2_problem, unquote
 
 #: The metrics asked for, each with the spellings it arrives under (one query each).
 QUERY_NAMES = (
@@ -51,15 +52,24 @@ QUERY_NAMES = (
     ("vllm:request_success_total", "vllm_request_success_total"),
 )
 
-_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|[^,"{}\s]+)\s*(?:,|$)')
+# A matcher: a label, an operator, and a value (a PromQL string in any of its three quotes, or bare).
+_MATCHER = re.compile(r"""\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"""
+                      r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`]*`|[^,"'`{}\s]+)\s*(?:,|$)""")
 
 
 def parse_selector(text: str | None) -> str | None:
-    """``--prometheus-selector``: label matchers, normalized to ``a="b",c=~"d"`` (braces optional,
-    unquoted values quoted), or None when empty.
+    """``--prometheus-selector``: label matchers, normalized to ``a="b",c=~"d"`` (braces optional),
+    or None when empty.
+
+    Each value keeps its meaning: a double-quoted, single-quoted or backticked
+    PromQL string is decoded as Prometheus decodes it (``namespace='llm'`` is the
+    namespace ``llm``) and written back double-quoted; a bare value is taken as
+    it is. The value of ``=~`` and ``!~`` must be a regex RE2 accepts.
 
     Raises:
-        AnalyzerError: (usage) not a list of ``label OP "value"`` matchers (OP one of = != =~ !~).
+        AnalyzerError: (usage) not a list of ``label OP "value"`` matchers (OP one of
+            = != =~ !~), a value Prometheus would refuse (an unknown escape, a quote
+            left open), or a regex RE2 would refuse.
     """
     body = (text or "").strip()
     if body.startswith("{") and body.endswith("}"):
@@ -70,14 +80,27 @@ def parse_selector(text: str | None) -> str | None:
     while pos < len(body):
         m = _MATCHER.match(body, pos)
         if not m or m.end() == pos:
+            opened = re.match(r"""\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*(["'`])""", body[pos:])
+            if opened:
+                raise AnalyzerError(f"a {opened.group(1)}-quoted value left open in {text!r}", ExitCode.USAGE,
+                                    param="selector")
             raise AnalyzerError(
                 f"want label matchers such as namespace=\"llm\",job=~\"vllm.*\", got {text!r}",
                 ExitCode.USAGE, param="selector")
-        name, op, value = m.groups()
+        name, op, raw = m.groups()
         if name == "__name__":
             raise AnalyzerError("the metric names are the analyzer's; select by labels",
                                 ExitCode.USAGE, param="selector")
-        out.append(f"{name}{op}{value if value.startswith(chr(34)) else json.dumps(value)}")
+        try:
+            value = unquote(raw) if raw[:1] in ('"', "'", "`") else raw
+        except PromQLStringError as exc:
+            raise AnalyzerError(f"{name}{op}{exc}", ExitCode.USAGE, param="selector") from exc
+        if op in ("=~", "!~"):
+            problem = re2_problem(value)
+            if problem:
+                raise AnalyzerError(f"{name}{op}{quote(value)}: not a regex Prometheus reads: {problem}",
+                                    ExitCode.USAGE, param="selector")
+        out.append(f"{name}{op}{quote(value)}")
         pos = m.end()
     return ",".join(out)
 

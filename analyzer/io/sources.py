@@ -185,6 +185,17 @@ def _fingerprint_v1(f, size: int) -> str:
     return h.hexdigest()
 
 
+def file_fingerprint(path: str | os.PathLike, size: int | None = None) -> str:
+    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size, taken when not given).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    size = os.stat(path).st_size if size is None else size
+    with open(path, "rb") as f:
+        return _fingerprint(f, size)
+
+
 def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     """:meth:`SourceFile.fingerprint` of a file whose whole content is ``data`` (``size``: its stat size)."""
     view = memoryview(data)
@@ -435,14 +446,18 @@ def stdin_source() -> SourceFile:
 def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) -> Discovered:
     """Expand files, directories (recursively), globs and ``-`` into input files, in order.
 
+    A FIFO, socket or device among the inputs is skipped with a note; named with
+    nothing else to read, it is an error.
+
     Raises:
-        InputError: an argument matches nothing at all.
+        InputError: an argument matches nothing at all, or the inputs are only FIFOs or devices.
     """
     out = Discovered()
     if files is not None:
         out.files = list(files)
         return out
     seen: set[str] = set()
+    odd: list[tuple[str, str]] = []  # (path, kind) of the FIFOs, sockets and devices named
     for arg in inputs:
         if is_stdin(arg):
             if "<stdin>" not in seen:
@@ -468,10 +483,16 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
             if not stat.S_ISREG(st.st_mode):
                 kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else "device"
                 out.notes.append({"path": real, "note": f"not a regular file ({kind}): skipped; pipe it to `analyze -`"})
+                odd.append((real, kind))
                 continue
             # (a file that cannot be read is skipped when first opened: no extra
             # system call here for the thousands of known ones)
             out.files.append(SourceFile(path=real, size=st.st_size, mtime=st.st_mtime, ctime=st.st_ctime))
+    if odd and not out.files and not out.skipped:
+        # Nothing to read but a FIFO or a device (/dev/zero): an input error, not a run over "0 turns".
+        path, kind = odd[0]
+        raise InputError(f"{path}: not a regular file ({kind}), and nothing else to read; "
+                         "pipe a stream to `analyze -`")
     return out
 
 

@@ -4,9 +4,8 @@ A mistaken run (another week's logs, the wrong bucket) should not stay in the
 database forever. ``forget`` removes files chosen by path (a file, a folder, a
 glob, as ``analyze --db X`` lists the sources) or by time range (the files whose
 records all lie in ``[since, until)``), with their records, their quarantined
-lines, the proxy events read from them and the replay attempts of their turns,
-in one transaction. Then it
-re-derives what depended on them:
+lines, the proxy events read from them and the replay attempts of their turns.
+Then it re-derives what depended on them:
 
 - a record is stored once even when several files hold it (the S3 copy and the
   kubectl copy). A remaining file that held copies of forgotten records (its
@@ -16,6 +15,14 @@ re-derives what depended on them:
   are demand in the wedge rule), and the classification is brought up to date.
 
 Metric files given by path are forgotten too (their samples).
+
+**Crash-safe.** The removal, the windows and the classification of what remains
+are one transaction: killed at any point before it commits, the database holds
+the forgotten files whole; after, they are gone, turns and windows included,
+and the transaction has recorded what is left to do (``forget_pending``: the
+files to read again). The re-read and the last re-derivation follow; a forget
+killed during them is finished by the next ``analyze forget`` (the same command
+again completes, though its files are gone already), before anything else.
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from analyzer.classification.turns import refresh_turns
-from analyzer.classification.windows import recompute_windows
+from analyzer.classification.windows import write_windows
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.ingestion.logs import ingest
 from analyzer.ingestion.metric_store import forget_sources
@@ -52,6 +60,8 @@ class ForgetReport:
     kept_straddling: int = 0
     windows_recomputed: bool = False
     dry_run: bool = False
+    #: files of an earlier forget that was killed before it finished, finished by this one
+    resumed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -72,8 +82,12 @@ def _matches(path: str, given: str) -> bool:
     return False
 
 
-def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, until=None) -> tuple[dict[int, str], int]:
+def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, until=None,
+                 done: list[str] | None = None) -> tuple[dict[int, str], int]:
     """The registered files to forget: ``{file_id: path}``, and how many straddle the range.
+
+    ``done``: files an earlier forget removed already (a path that matches only
+    those is not an error: that forget is being finished).
 
     Raises:
         AnalyzerError: (usage) a path that matches no file (nor metric source) in the database.
@@ -85,7 +99,7 @@ def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, u
         chosen = {}
         for given in paths:
             hit = {fid: p for fid, p in rows if _matches(p, given)}
-            if not hit and not any(_matches(s or "", given) for s in metric_sources):
+            if not hit and not any(_matches(s or "", given) for s in [*metric_sources, *(done or ())]):
                 raise AnalyzerError(f"no file in the database matches {given!r} (`analyze --db ...` lists its "
                                     "sources; `analyze sql \"SELECT path FROM source_files\"` its files)",
                                     ExitCode.USAGE)
@@ -103,14 +117,26 @@ def select_files(con: duckdb.DuckDBPyConnection, paths: list[str], since=None, u
     return chosen, straddling
 
 
+def pending_forgets(con: duckdb.DuckDBPyConnection) -> list[tuple[list[str], list[str]]]:
+    """The forgets that removed their files and were killed before finishing: ``(forgotten, reread)`` each."""
+    return [(list(f), list(r)) for f, r in con.execute(
+        "SELECT forgotten, reread FROM forget_pending ORDER BY started_at").fetchall()]
+
+
 def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, until=None,
            dry_run: bool = False) -> ForgetReport:
-    """Forget the files ``paths`` (and/or the range) name; re-derive the rest. See the module docstring."""
-    chosen, straddling = select_files(con, paths, since, until)
+    """Forget the files ``paths`` (and/or the range) name; re-derive the rest. See the module docstring.
+
+    An earlier forget that was killed before it finished is finished first (its
+    files are listed in ``resumed``); the same forget run again then completes.
+    """
+    pending = pending_forgets(con)
+    done = [p for forgotten, _ in pending for p in forgotten]
+    chosen, straddling = select_files(con, paths, since, until, done=done)
     metric_sources = [s for (s,) in con.execute("SELECT DISTINCT source FROM metric_samples").fetchall()
                       if s and paths and any(_matches(s, g) for g in paths)] if paths else []
     report = ForgetReport(files=sorted(chosen.values()), kept_straddling=straddling, metric_sources=metric_sources,
-                          dry_run=dry_run)
+                          dry_run=dry_run, resumed=sorted(done))
     ids = sorted(chosen)
     con.execute("CREATE OR REPLACE TEMP TABLE forget_ids AS SELECT unnest(?::INTEGER[]) AS file_id", [ids])
     report.records, report.quarantined = con.execute(
@@ -118,11 +144,21 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         "(SELECT count(*) FROM quarantine WHERE file_id IN (SELECT file_id FROM forget_ids))").fetchall()[0]
     report.metric_samples = con.execute("SELECT count(*) FROM metric_samples WHERE list_contains(?, source)",
                                         [metric_sources]).fetchall()[0][0] if metric_sources else 0
-    if dry_run or (not ids and not metric_sources):
+    if dry_run:
         return report
+    if ids or metric_sources:
+        _remove(con, report)
+    if ids or metric_sources or pending:
+        _finish(con, report)
+    con.execute("DROP TABLE IF EXISTS forget_ids")
+    return report
+
+
+def _remove(con: duckdb.DuckDBPyConnection, report: ForgetReport) -> None:
+    """One transaction: the files go, what remains is derived again, and what is left to do is recorded."""
     with transaction(con):
-        # The turns of these records are derived again at the refresh below (as
-        # ingestion marks the turns of the records it adds).
+        # The turns of these records are derived again below (as ingestion marks the
+        # turns of the records it adds).
         con.execute("""INSERT INTO turns_dirty
                        SELECT DISTINCT coalesce(session_id, '~' || coalesce(request_id, '')) FROM records
                        WHERE file_id IN (SELECT file_id FROM forget_ids) AND type IN ('request', 'response')""")
@@ -130,8 +166,8 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         con.execute("DELETE FROM quarantine WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM proxy_events WHERE file_id IN (SELECT file_id FROM forget_ids)")
         con.execute("DELETE FROM source_files WHERE file_id IN (SELECT file_id FROM forget_ids)")
-        if metric_sources:
-            forget_sources(con, metric_sources)
+        if report.metric_sources:
+            forget_sources(con, report.metric_sources)
         # Replay attempts of turns that are no longer in the database.
         report.replay_attempts = con.execute(
             "SELECT count(*) FROM replay_attempts a WHERE NOT EXISTS "
@@ -147,15 +183,32 @@ def forget(con: duckdb.DuckDBPyConnection, paths: list[str], *, since=None, unti
         if holders:
             con.execute("UPDATE source_files SET size_bytes = -1 WHERE list_contains(?, file_id)",
                         [[fid for fid, _ in holders]])
-    present = [p for _, p in holders if Path(p).exists()]
+        con.execute("INSERT INTO forget_pending VALUES (?, ?, ?, ?)",
+                    [report.files, [p for _, p in holders], report.metric_sources,
+                     datetime.now(timezone.utc).replace(tzinfo=None)])
+        # What remains is whole as soon as this commits: windows and turns without the forgotten records.
+        report.windows_recomputed = _rederive(con)
+
+
+def _finish(con: duckdb.DuckDBPyConnection, report: ForgetReport) -> None:
+    """Read again the files that held copies (every pending forget's), then derive again and close them."""
+    holders = sorted({p for _, reread in pending_forgets(con) for p in reread})
+    present = [p for p in holders if Path(p).exists()]
     report.reread = present
-    report.reread_missing = [p for _, p in holders if not Path(p).exists()]
+    report.reread_missing = [p for p in holders if not Path(p).exists()]
     if present:
-        ingest(con, present)
-    if con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] or \
-            con.execute("SELECT count(*) FROM pod_windows").fetchall()[0][0]:
-        recompute_windows(con, stored_wedge_window(con) or DEFAULT_WEDGE_WINDOW_S)
-        report.windows_recomputed = True
-    refresh_turns(con)
-    con.execute("DROP TABLE IF EXISTS forget_ids")
-    return report
+        ingest(con, present)  # in batches of its own; killed half-way, the next forget reads on from there
+    with transaction(con):
+        report.windows_recomputed = _rederive(con) or report.windows_recomputed
+        con.execute("DELETE FROM forget_pending")
+
+
+def _rederive(con: duckdb.DuckDBPyConnection) -> bool:
+    """The pod windows (if the database has metrics) and the classification, in the caller's transaction;
+    whether the windows were recomputed."""
+    windows = bool(con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] or
+                   con.execute("SELECT count(*) FROM pod_windows").fetchall()[0][0])
+    if windows:
+        write_windows(con, stored_wedge_window(con) or DEFAULT_WEDGE_WINDOW_S)
+    refresh_turns(con)  # joins the transaction
+    return windows

@@ -77,6 +77,13 @@ DEFAULT_RUNBOOK = "docs/runbook.md"
 FRESH_SCRAPES = 3
 #: How far back a job counts as one that scrapes vLLM (a replacement pod has no series of its own yet).
 VLLM_JOB_MEMORY = "1d"
+#: The longest wedge window the rules are written for: a pod flat for longer than a day with requests in
+#: its engine was paged long before (and Prometheus refuses durations past about 292 years).
+MAX_WEDGE_WINDOW_S = 86_400.0
+#: The longest evaluation or scrape interval (Prometheus' own defaults are 1m).
+MAX_INTERVAL_S = 3_600.0
+#: Go template syntax, which Prometheus would run in an annotation (the runbook URL is written into them).
+_TEMPLATE_SYNTAX = re.compile(r"\{\{|\}\}")
 
 # The namespace label that goes with each pod label (kubernetes_pod_name came with kubernetes_namespace).
 _NAMESPACE_OF = {"exported_pod": "exported_namespace", "pod": "namespace",
@@ -137,6 +144,13 @@ class AlertSettings:
             pod_label=base.pod_label if pod_label is None else pod_label,
             runbook_url=base.runbook_url if runbook_url is None else runbook_url,
         )
+        for name, v, most in (("--wedge-window", s.wedge_window_s, MAX_WEDGE_WINDOW_S),
+                              ("--evaluation-interval", s.evaluation_interval_s, MAX_INTERVAL_S),
+                              ("--scrape-interval", s.scrape_interval_s, MAX_INTERVAL_S)):
+            if v > most:
+                raise AnalyzerError(f"{name} {prom_duration(v)} is longer than the rules are written for "
+                                    f"(at most {prom_duration(most)})", ExitCode.USAGE)
+        check_runbook_url(s.runbook_url)
         if s.pod_label not in _NAMESPACE_OF:
             raise AnalyzerError(f"--pod-label: want one of {', '.join(POD_NAME_LABELS)}, got {s.pod_label!r}",
                                 ExitCode.USAGE)
@@ -173,6 +187,27 @@ class AlertSettings:
         return (f"wedge window {prom_duration(self.wedge_window_s)}, evaluation interval "
                 f"{prom_duration(self.evaluation_interval_s)}, scrape interval {prom_duration(self.scrape_interval_s)}, "
                 f"pod label {self.pod_label}, selector {self.selector or '(none)'}")
+
+
+def check_runbook_url(url: str) -> str:
+    """``url`` if it can be written into the alerts' annotations as it is.
+
+    The annotations are Go templates: ``{{`` in the URL would be run by
+    Prometheus (or make it refuse the rule file), so it is refused, as are
+    spaces and control characters (a URL has none).
+
+    Raises:
+        AnalyzerError: (usage) template syntax, a space or a control character in it, or nothing.
+    """
+    if not url or not url.strip():
+        raise AnalyzerError("--runbook-url: empty; give where docs/runbook.md is served", ExitCode.USAGE)
+    if _TEMPLATE_SYNTAX.search(url):
+        raise AnalyzerError(f"--runbook-url {url!r}: holds template syntax ({{{{ or }}}}), which Prometheus would "
+                            "run in the alert's annotations; give a plain URL", ExitCode.USAGE)
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise AnalyzerError(f"--runbook-url {url!r}: a URL has no spaces or control characters "
+                            "(write a space as %20)", ExitCode.USAGE)
+    return url
 
 
 # ---------------------------------------------------------------------------
@@ -586,7 +621,11 @@ def _selector_labels(selector: str | None) -> dict[str, str]:
             out[name] = value
         elif op == "=~":
             alternatives = value.split("|")
-            if re.fullmatch(value, alternatives[0]):
+            try:
+                matches = re.fullmatch(value, alternatives[0]) is not None
+            except re.error:  # RE2 syntax Python does not read (\z, \pL): no series made from it
+                matches = False
+            if matches:
                 out[name] = alternatives[0]
             else:
                 raise AnalyzerError(f"--unit-tests: cannot make series that match {name}=~{value!r}", ExitCode.USAGE)

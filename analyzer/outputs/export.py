@@ -58,14 +58,20 @@ def _turns_select(con: duckdb.DuckDBPyConnection) -> str:
     return f"SELECT {', '.join(exprs)}, CAST(ts AS DATE) AS {PARTITION} FROM turns"
 
 
-def swap_in(src: Path, dest: Path) -> None:
+def swap_in(src: Path, dest: Path, *, trash: Path | None = None) -> None:
     """Put the folder ``src`` in the place of ``dest`` (renames on one filesystem: a reader
-    sees the old folder or the new one, never a half-written one)."""
-    trash = dest.parent.parent / f".{dest.parent.name}.old-{uuid.uuid4().hex[:8]}"
+    sees the old folder or the new one, never a half-written one).
+
+    The old folder is moved into ``trash`` (a folder on ``dest``'s filesystem; default:
+    beside ``dest``'s parent) and removed."""
+    if trash is not None:
+        old = trash / f"{dest.name}-{uuid.uuid4().hex[:8]}"
+    else:
+        old = dest.parent.parent / f".{dest.parent.name}.old-{uuid.uuid4().hex[:8]}"
     if dest.exists():
-        os.replace(dest, trash)
+        os.replace(dest, old)
     os.replace(src, dest)
-    shutil.rmtree(trash, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_manifest(path: Path, doc: dict) -> None:

@@ -27,25 +27,36 @@ replaced by accident.
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import os
+import re
 import shutil
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
 from analyzer import __version__
-from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.errors import AnalyzerError, ExitCode, WriteError
 from analyzer.core.isotime import iso_utc
 from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import MIGRATIONS
-from analyzer.store.lake import FORMAT, FORMAT_VERSION, MANIFEST, PARTITION, check_lake_path, read_manifest
+from analyzer.store.lake import (FORMAT, FORMAT_VERSION, MANIFEST, NOT_EXPORTED, PARTITION, check_lake_path,
+                                  read_manifest)
+from analyzer.store.lake_files import describe_files
 
-#: Bookkeeping that answers no question: left out of the lake. (``_migrations`` goes in:
-#: which schema made the data is part of what the lake says, and the report shows it.)
-NOT_EXPORTED = frozenset({"build_state", "ingest_pending", "summary_cache", "turns_dirty"})
+#: The lock an export holds on its lake (a hidden file in it, kept: its presence means nothing).
+LOCK = ".export.lock"
+#: The staging folders of exports, in the lake: ``.staging-<hex>``.
+STAGING_PREFIX = ".staging-"
+#: What an export of an older analyzer left beside the lake (its staging, the folders it swapped out).
+_OLD_LEFTOVERS = re.compile(r"\.(?P<name>.+)\.(?:staging|old)-[0-9a-f]{8}")
 
 #: The relations big enough to partition, by the UTC day of this time column.
 PARTITIONED_BY = {"records": "ts", "turns": "ts", "sessions": "first_ts", "proxy_events": "ts",
@@ -112,12 +123,13 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]
         "ORDER BY column_index", [table]).fetchall()
 
 
-def _write_table(con: duckdb.DuckDBPyConnection, table: str, dest: Path, compression: str) -> tuple[int, dict]:
+def _write_table(con: duckdb.DuckDBPyConnection, table: str, staging: Path, compression: str) -> tuple[int, dict]:
     columns = _columns(con, table)
     json_columns = [c for c, t in columns if t == "JSON"]
     exprs = [f'CAST("{c}" AS VARCHAR) AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in columns]
     time_column = PARTITIONED_BY.get(table)
     rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0]
+    dest = staging / table
     dest.mkdir(parents=True)
     if rows and time_column:
         # The relation API takes the path as a value, never pasted into SQL.
@@ -129,14 +141,17 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: str, dest: Path, compres
         con.sql(f'SELECT {", ".join(exprs)} FROM "{table}"').write_parquet(
             str(dest / "data_0.parquet"), compression=compression)
     kind = load_queries().get(table)
+    partition = PARTITION if rows and time_column else None
     entry = {
         "rows": rows,
         "columns": [[c, t] for c, t in columns],
         "json_columns": json_columns,
-        "partition": PARTITION if rows and time_column else None,
+        "partition": partition,
         "time_column": time_column,
         "kind": "materialized" if kind is not None and kind.kind == "table" else "table",
         "what": WHAT.get(table, ""),
+        # Every file, so a reader can tell the lake is the one exported (analyzer.store.lake_files).
+        "files": describe_files(staging, table, bool(partition), con),
     }
     return rows, entry
 
@@ -159,6 +174,57 @@ def _manifest_of(out: Path) -> dict | None:
                             "give a new or empty folder", ExitCode.USAGE, param="out_dir") from exc
 
 
+def _ours(entry: Path) -> bool:
+    """An entry of a lake folder that an export itself makes: its lock, a staging folder, a manifest being written."""
+    return entry.name == LOCK or entry.name.startswith(STAGING_PREFIX) or entry.name == f".{MANIFEST}.tmp"
+
+
+@contextmanager
+def export_lock(out: Path) -> Iterator[None]:
+    """Hold the lake's export lock for the block; clear what killed exports left once it is held.
+
+    The lock is ``flock`` on ``out/.export.lock``: the kernel releases it when its
+    holder ends, even by ``kill -9``, so a lock is never stale. Once it is held, no
+    other export runs on ``out``: every staging folder in it (and what an older
+    analyzer's export left beside it) is a killed export's, and goes.
+
+    Raises:
+        WriteError: (exit 9) another export holds the lock.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise WriteError(f"out_dir {out}: another export is writing this lake (process {holder}); "
+                             "wait for it to end, then export again", param="out_dir") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _clear_leftovers(out)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _clear_leftovers(out: Path) -> None:
+    """Remove killed exports' staging folders and half-written manifest (the lock is held: none is running)."""
+    for entry in out.iterdir():
+        if not _ours(entry) or entry.name == LOCK:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    for entry in out.parent.iterdir():  # an older analyzer staged beside the lake
+        m = _OLD_LEFTOVERS.fullmatch(entry.name)
+        if m and m.group("name") == out.name and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def _check_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Refuse a database not yet migrated to this analyzer's schema: its lake could not be read.
 
@@ -175,12 +241,14 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
     """Write every relation a question reads to ``out_dir`` as a Parquet lake with a manifest.
 
     Idempotent: a re-export replaces each relation's folder and removes the
-    relations the database no longer has. Returns a :class:`LakeReport`.
+    relations the database no longer has. Staged in a hidden folder inside
+    ``out_dir`` under the export lock (:func:`export_lock`). Returns a :class:`LakeReport`.
 
     Raises:
         AnalyzerError: ``out_dir`` is a file, a folder with other content or an
             unreplaceable manifest, or has a pattern character in its path
             (``param="out_dir"``); the database is of an older schema; a write failed.
+        WriteError: another export is writing the same lake.
     """
     check_lake_path(out_dir, "out_dir")
     _check_schema(con)
@@ -188,42 +256,50 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
     if out.exists() and not out.is_dir():
         raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
     old = _manifest_of(out) if out.is_dir() else None
-    if out.is_dir() and old is None and any(out.iterdir()):
+    if out.is_dir() and old is None and any(not _ours(e) for e in out.iterdir()):
         raise AnalyzerError(f"out_dir {out}: not empty and not a lake (no {MANIFEST}); "
                             "give a new or empty folder", ExitCode.USAGE, param="out_dir")
     tables = lake_tables(con)
-    # Staged beside the target (same filesystem, so each swap is a rename), hidden
-    # so no reader globbing the parent picks it up.
-    staging = out.parent / f".{out.name}.staging-{uuid.uuid4().hex[:8]}"
     report = LakeReport(path=str(out))
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        entries = {}
-        for table in tables:
-            rows, entries[table] = _write_table(con, table, staging / table, compression)
-            report.tables[table] = rows
-        first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
-        schema = MIGRATIONS[-1][0]  # the database's: _check_schema made sure
-        for table in tables:
-            dest = out / table
-            swap_in(staging / table, dest)
-            report.files += sum(1 for _ in dest.rglob("*.parquet"))
-        for table in sorted(set((old or {}).get("tables", {})) - set(tables)):
-            shutil.rmtree(out / table, ignore_errors=True)
-            report.removed.append(table)
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "analyzer_version": __version__,
-            "schema": schema,
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "time_range": [iso_utc(first) if first else None, iso_utc(last) if last else None],
-            "partitioning": f"hive: {PARTITION}=YYYY-MM-DD, the UTC day of each table's time_column",
-            "tables": entries,
-        }
-        write_manifest(out / MANIFEST, manifest)
+        with export_lock(out):
+            old = _manifest_of(out)  # again, under the lock: another export may have ended meanwhile
+            # Staged inside the lake (its own filesystem: each swap is a rename), hidden: no reader lists it.
+            staging = out / f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}"
+            try:
+                _export_into(con, out, staging, tables, old, report, compression)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return report
     except OSError as exc:
         raise AnalyzerError(f"cannot write the lake to {out}: {exc}", ExitCode.FAILED) from exc
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _export_into(con: duckdb.DuckDBPyConnection, out: Path, staging: Path, tables: list[str], old: dict | None,
+                 report: LakeReport, compression: str) -> None:
+    entries = {}
+    for table in tables:
+        rows, entries[table] = _write_table(con, table, staging, compression)
+        report.tables[table] = rows
+    first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
+    schema = MIGRATIONS[-1][0]  # the database's: _check_schema made sure
+    trash = staging / ".replaced"
+    trash.mkdir()
+    for table in tables:
+        dest = out / table
+        swap_in(staging / table, dest, trash=trash)
+        report.files += len(entries[table]["files"])
+    for table in sorted(set((old or {}).get("tables", {})) - set(tables)):
+        shutil.rmtree(out / table, ignore_errors=True)
+        report.removed.append(table)
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "analyzer_version": __version__,
+        "schema": schema,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "time_range": [iso_utc(first) if first else None, iso_utc(last) if last else None],
+        "partitioning": f"hive: {PARTITION}=YYYY-MM-DD, the UTC day of each table's time_column",
+        "tables": entries,
+    }
+    write_manifest(out / MANIFEST, manifest)

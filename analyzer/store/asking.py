@@ -22,6 +22,7 @@ import duckdb
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
 from analyzer.store.catalog import QueryFile, load_queries, parse_query_file
+from analyzer.store.db import MEMORY_LIMIT
 
 # Parameters read as points in time: ISO-8601 text is normalized to naive UTC,
 # because DuckDB's CAST(... AS TIMESTAMP) silently drops a UTC offset.
@@ -162,6 +163,23 @@ def bind_params(query: ResolvedQuery, given: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
+def sql_failure(label: str, exc: duckdb.Error) -> SqlError:
+    """The error to raise for a query DuckDB failed: its message, with what helps the operator.
+
+    DuckDB's out-of-memory message suggests ``SET memory_limit``, ``SET threads`` and
+    the like, which a read-only question may not run (its configuration is
+    locked): the hint says what works instead.
+    """
+    msg = str(exc).strip()
+    if isinstance(exc, duckdb.OutOfMemoryException) or msg.startswith("Out of Memory Error"):
+        first = msg.split("Possible solutions", 1)[0].strip()
+        return SqlError(f"{label} failed: {first}: the question needs more memory than the bound "
+                        f"(ANALYZER_MEMORY_LIMIT, now {MEMORY_LIMIT}) and spilling allows; narrow it (a shorter "
+                        "since/until, fewer columns, an aggregate rather than a list) or raise the bound "
+                        "(ANALYZER_MEMORY_LIMIT=2GB analyze sql ...)")
+    return SqlError(f"{label} failed: {msg}")
+
+
 def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[str, Any] | None = None):
     """Resolve QUERY, bind its parameters and run it; return the DuckDB cursor.
 
@@ -178,7 +196,7 @@ def execute(con: duckdb.DuckDBPyConnection, name_or_sql: str, params: Mapping[st
         if "read-only" in msg:
             raise SqlError(f"{query.label} failed: {msg} (the database is opened read-only; open it read-write "
                            "to allow changes)", param="write", names=READ_WRITE) from exc
-        raise SqlError(f"{query.label} failed: {msg}") from exc
+        raise sql_failure(query.label, exc) from exc
 
 
 def ask(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | None = None) -> list[tuple]:

@@ -22,6 +22,7 @@ from analyzer.core.interrupt import track
 from analyzer.core.paths import default_db_path
 from analyzer.store.catalog import create_temp_macros, create_views
 from analyzer.store.record_sql import LOG_TIME_MAX, LOG_TIME_MIN, LOG_TIME_SQL, blank_sql, leak_sql
+from analyzer.store.spill import database_spill_dir, scratch_spill_dir
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
@@ -575,7 +576,25 @@ def _m010_glm_shapes(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _m011_gateway_records(con: duckdb.DuckDBPyConnection) -> None:
+def _m011_forget_pending(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        -- A forget whose removal committed and whose re-derivation has not finished yet:
+        -- the files that held copies of the forgotten records are read again, the pod
+        -- windows recomputed and the turns derived again, then the row goes. A forget
+        -- killed in between leaves it; `analyze forget` (the same command again, or any
+        -- later one) finishes it first (analyzer.jobs.forget).
+        CREATE TABLE forget_pending (
+            forgotten       VARCHAR[] NOT NULL,   -- the paths of the files it removed
+            reread          VARCHAR[] NOT NULL,   -- files holding copies of their records: read again
+            metric_sources  VARCHAR[] NOT NULL,   -- metric inputs it removed
+            started_at      TIMESTAMP
+        );
+        """
+    )
+
+
+def _m012_gateway_records(con: duckdb.DuckDBPyConnection) -> None:
     """Records another gateway wrote: LiteLLM's logging payloads, read as requests and responses."""
     con.execute(
         """
@@ -602,7 +621,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_ladder_weeks", _m008_ladder_weeks),
     ("009_ingest_guards", _m009_ingest_guards),
     ("010_glm_shapes", _m010_glm_shapes),
-    ("011_gateway_records", _m011_gateway_records),
+    ("011_forget_pending", _m011_forget_pending),
+    ("012_gateway_records", _m012_gateway_records),
 ]
 
 
@@ -688,6 +708,11 @@ NO_NETWORK_CONFIG = {
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
 }
+#: Settings of a read-only connection that answers questions (``analyze sql``, a
+#: lake, ``analyzer.query`` on a path), applied in this order: no file or network
+#: access (COPY TO, EXPORT DATABASE, read_csv('http://...'), ATTACH), then the
+#: configuration locked (no SET, no extension settings) for the query.
+READ_ONLY_SETTINGS = {"enable_external_access": False, "lock_configuration": True}
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of a DuckDB database file
 _OTHER_FORMATS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"),
                   (b"\x1f\x8b", "a gzip file"), (b"PK\x03\x04", "a zip file"))
@@ -753,8 +778,8 @@ def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.Duc
     """
     con = duckdb.connect(":memory:", config=config)
     try:
-        # Spilled data goes beside the file, as when DuckDB opens it (not to ./.tmp).
-        con.execute("SET temp_directory = ?", [target + ".tmp"])
+        # Spilled data goes beside the file, as when DuckDB opens it (not to ./.tmp), in this run's own folder.
+        con.execute("SET temp_directory = ?", [database_spill_dir(target)])
         literal = "'" + target.replace("'", "''") + "'"  # ATTACH takes no parameters
         con.execute(f"ATTACH {literal} (ROW_GROUP_SIZE {int(row_group_rows)})")
         use_same_database(con, con.execute(
@@ -764,6 +789,16 @@ def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.Duc
         con.close()
         return None
     return con
+
+
+def set_spill_dir(con: duckdb.DuckDBPyConnection, target: str | None) -> None:
+    """Have ``con`` spill into a folder of this run's own (:mod:`analyzer.store.spill`): beside the
+    database file ``target``, or in the temporary folder for an in-memory database (``None``)."""
+    folder = scratch_spill_dir() if target is None else database_spill_dir(target)
+    try:
+        con.execute("SET temp_directory = ?", [folder])
+    except duckdb.Error:  # the instance (shared with another connection of this process) spills already
+        pass
 
 
 def use_same_database(cur: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -840,6 +875,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
         # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
         # well under the memory target and makes large joins spill to disk instead.
         con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+        set_spill_dir(con, None if target == ":memory:" else target)
         for name, value in (settings or {}).items():  # in order: lock_configuration comes last
             con.execute(f"SET {name} = ?", [value])
     except BaseException:

@@ -189,8 +189,9 @@ def test_ctrl_c_while_the_metrics_are_read_ahead_exits_130_and_leaves_nothing(tm
                              "--metrics", str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT)
     deadline = time.monotonic() + 60
-    while not list(scratch_tmp.glob("analyzer-metrics-*")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.01)  # the reading has begun
+    while (not list(scratch_tmp.glob("analyzer-spill-*/run-*/metrics-*")) and time.monotonic() < deadline
+           and proc.poll() is None):
+        time.sleep(0.01)  # the reading has begun (its scratch database spills into the run's folder)
     while not Path(f"{db}.wal").exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)  # and the database is being written (its schema, or the logs' first batch)
     assert proc.poll() is None, "the run ended before the signal"
@@ -199,7 +200,7 @@ def test_ctrl_c_while_the_metrics_are_read_ahead_exits_130_and_leaves_nothing(tm
     # read (which would read the 1.2 million rows again in Python, for most of a minute).
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == ExitCode.INTERRUPTED and err == "analyze: error: interrupted\n" and out == ""
-    assert list(scratch_tmp.iterdir()) == []  # the scratch database's spill folder is gone
+    assert list(scratch_tmp.iterdir()) == []  # the scratch database's spill folder is gone, the run's too
     con = duckdb.connect(str(db), read_only=True)
     try:
         # (a signal during the database's creation leaves it for the next run to finish)

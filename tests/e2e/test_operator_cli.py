@@ -559,12 +559,13 @@ def test_the_replay_scrubber_removes_every_escaped_form_of_the_key():
     ("COPY (SELECT 1) TO '{out}'", "COPY is not a read-only statement"),
     ("EXPORT DATABASE '{out}'", "EXPORT is not a read-only statement"),
     ("SET threads = 1", "SET is not a read-only statement"),
-    ("INSTALL httpfs", "LOAD is not a read-only statement"),
+    ("INSTALL httpfs", "INSTALL is not a read-only statement"),
+    ("LOAD httpfs", "LOAD is not a read-only statement"),
     ("ATTACH '{out}' AS x", "ATTACH is not a read-only statement"),
     ("PRAGMA threads = 1", "SET is not a read-only statement"),
-    ("PRAGMA enable_profiling", "the configuration has been locked"),
-    ("SELECT * FROM read_csv('{secret}')", "file system operations are disabled"),
-    ("SELECT * FROM 'http://127.0.0.1:9/x.csv'", "file system operations are disabled"),
+    ("PRAGMA enable_profiling", "PRAGMA enable_profiling is not one a question may run"),
+    ("SELECT * FROM read_csv('{secret}')", "calls read_csv(), which is not a function a question may call"),
+    ("SELECT * FROM 'http://127.0.0.1:9/x.csv'", "which is not a relation or view of the database"),
 ])
 def test_sql_read_only_refuses_writes_settings_files_and_network(week_db, tmp_path, sql, message):
     out = tmp_path / "out"

@@ -32,6 +32,9 @@ ROOT = REPO
 PEM_BODY = "MIIEpAIBAAKCAQEAPEMSECRETBODYLINE0123456789abcdefABCDEF"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJKV1RTRUNSRVQifQ.c2lnbmF0dXJlSldUU0VDUkVUeHl6"
 
+#: 40 characters of base64, as AWS's secret access keys are.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/AWSPROSESECRET0KEY"
+assert len(AWS_SECRET) == 40
 #: name -> (the text planted, the pieces of it that must never be shown).
 FORMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bearer": ("sent Authorization: Bearer tokBEARERSECRET1234567890 upstream", ("tokBEARERSECRET",)),
@@ -59,6 +62,12 @@ FORMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "signed": ("GET https://b.s3.amazonaws.com/k?X-Amz-Signature=AMZSIGSECRET6&sv=1&sig=SASSIGSECRET7 403",
                ("AMZSIGSECRET6", "SASSIGSECRET7")),
     "curl": ("ran curl -u alice:CURLPASSSECRET8 https://x", ("CURLPASSSECRET8",)),
+    # an AWS secret access key in prose, a Google OAuth token, a Slack webhook, a Telegram bot token
+    "aws_prose": (f"aws secret {AWS_SECRET} is invalid", ("AWSPROSESECRET",)),
+    "google_oauth": ("oauth ya29.a0AfH6SMBxGOOGLEOAUTHSECRET_0123456789-abc expired", ("GOOGLEOAUTHSECRET",)),
+    "slack_hook": ("notify https://hooks.slack.com/services/T0SLACKT/B0SLACKB/SLACKHOOKSECRET0123456789 failed",
+                   ("SLACKHOOKSECRET", "T0SLACKT/B0SLACKB")),
+    "telegram": ("bot 123456789:AAHdqTcvCH1vGWJxTELEGRAMSECRET01234 unauthorized", ("TELEGRAMSECRET",)),
 }
 #: Every piece that must not be shown, anywhere.
 SECRETS = [piece for _, pieces in FORMS.values() for piece in pieces]
@@ -109,6 +118,19 @@ def test_every_form_is_scrubbed_and_the_context_stays(name):
     ("hf_hub_download failed for xox", "hf_hub_download failed for xox"),
     ("maxTokens: 10, promptTokens: 5, max_tokens=4096, thinking_token_budget=512",
      "maxTokens: 10, promptTokens: 5, max_tokens=4096, thinking_token_budget=512"),  # counts, not secrets
+    # a path is not a key (issue 47: an error about ../../etc/passwd came out as "[REDACTED] such file")
+    ("cannot open ../../etc/passwd: No such file or directory", "cannot open ../../etc/passwd: No such file or directory"),
+    ("/run/secrets/token: permission denied", "/run/secrets/token: permission denied"),
+    # 40 characters after "secret" that are no key: a commit id (lower-case hex), a path
+    ("secret rotated in commit 3f9c1e0b8a7d6c5b4a39281706f5e4d3c2b1a098 yesterday",
+     "secret rotated in commit 3f9c1e0b8a7d6c5b4a39281706f5e4d3c2b1a098 yesterday"),
+    ("aws s3 cp s3://bucket/2026/11/16/chunk-0a1b2c3d.jsonl . --region us-east-1",
+     "aws s3 cp s3://bucket/2026/11/16/chunk-0a1b2c3d.jsonl . --region us-east-1"),
+    ("at 12:30:45 model glm-5:AWQ answered; see hooks.slack.com for the channel",
+     "at 12:30:45 model glm-5:AWQ answered; see hooks.slack.com for the channel"),
+    ("https://hooks.slack.com/services/T00/B00/XXXXXXXX", "https://hooks.slack.com/services/[REDACTED]"),
+    ("https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0/sendMessage",
+     "https://api.telegram.org/bot[REDACTED]/sendMessage"),
 ])
 def test_scrub_keeps_scheme_host_and_prose(text, expected):
     assert scrub(text) == expected
@@ -195,7 +217,7 @@ def test_report_shows_no_credential_and_no_raw_control_character(week, tmp_path)
     p = analyze("report", "--db", str(db), "--since", "2026-11-16", "--until", "2026-11-17", "-o", str(out))
     assert p.returncode == 0, p.stderr
     page = out.read_text(encoding="utf-8")
-    assert "s-leak-hf" in page and "s-esc" in page  # the failing sessions are shown ...
+    assert "s-leak-" in page and "s-esc" in page  # the failing sessions are shown ...
     assert leaked(page) == [] and leaked(p.stdout + p.stderr) == []  # ... without a credential
     assert REDACTED in page
     # Control characters from the logs are shown as escapes, never raw.
@@ -295,7 +317,9 @@ def test_an_s3_error_message_is_scrubbed():
 
 
 @pytest.mark.parametrize("text", ["a." * 20000 + "://x y@", "http://" + "a:" * 20000 + "@", "a_" * 20000 + "token",
-                                  "-----BEGIN RSA PRIVATE KEY-----" + "-----END X" * 5000, "api_key: " + "\\" * 40000])
+                                  "-----BEGIN RSA PRIVATE KEY-----" + "-----END X" * 5000, "api_key: " + "\\" * 40000,
+                                  "aws secret " * 4000 + "A1/" * 13000, "12345:A" * 6000,
+                                  "hooks.slack.com/services/" + "a/" * 20000, "ya29." * 8000])
 def test_scrub_takes_linear_time_on_hostile_shapes(text):
     """40,000 characters in well under a second (a quadratic pattern took seconds here)."""
     import time
@@ -303,3 +327,13 @@ def test_scrub_takes_linear_time_on_hostile_shapes(text):
     started = time.perf_counter()
     scrub(text)
     assert time.perf_counter() - started < 1.0
+
+
+def test_an_error_about_a_path_shows_the_path(tmp_path):
+    """Issue 47: `../../etc/passwd: no such file` came out as `../../etc/[REDACTED] such file`."""
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "../../etc/passwd", "--db", str(tmp_path / "x.duckdb")],
+                       capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert p.returncode == ExitCode.NO_INPUT
+    assert p.stderr == "analyze: error: ../../etc/passwd: no such file, directory or matching log files\n"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from analyzer.core.safetext import printable
+from analyzer.core.safetext import cut_long_words, printable
 from analyzer.core.scrub import scrub
 from analyzer.outputs.report.context import (
     Baseline,
@@ -58,10 +58,14 @@ WINDOW_COLORS = {"wedged": "#d62728", "down": "#555555"}
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
+#: The longest word a chart label shows whole (a longer model name would squeeze the plot to nothing).
+LABEL_WORD = 60
+
+
 def esc(text: Any) -> str:
-    """Untrusted text for plotly (names, labels, hover text): credentials scrubbed, ``&<>``
-    escaped once, controls shown escaped."""
-    return html.escape(printable(scrub(text)), quote=False)
+    """Untrusted text for plotly (names, labels, hover text): credentials scrubbed, over-long words
+    cut (:func:`analyzer.core.safetext.cut_long_words`), ``&<>`` escaped once, controls shown escaped."""
+    return html.escape(cut_long_words(printable(scrub(text)), LABEL_WORD), quote=False)
 
 
 def _layout(**extra: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import jinja2
 import markupsafe
 
 from analyzer.core.paths import dashboards_dir
-from analyzer.core.safetext import page_text
+from analyzer.core.safetext import cut_long_words, page_text
 from analyzer.core.scrub import scrub
 from analyzer.outputs.report.context import ReportContext
 
@@ -87,11 +87,12 @@ FILTERS = {"num": num, "pct": pct, "interval": interval, "when": when, "change":
 
 def _finalize(value: Any) -> Any:
     """Every value a template prints: a plain string (log text) is scrubbed of credentials
-    (:func:`analyzer.core.scrub.scrub`, a last pass: the context's log text is scrubbed already)
-    and has its control characters shown as escapes (:func:`analyzer.core.safetext.page_text`);
-    markup (``tojson`` of a chart, plotly.js) is ours."""
+    (:func:`analyzer.core.scrub.scrub`, a last pass: the context's log text is scrubbed already),
+    has its control characters shown as escapes (:func:`analyzer.core.safetext.page_text`) and
+    its over-long words cut (:func:`analyzer.core.safetext.cut_long_words`: a 5,000-character
+    model name would make the page that wide); markup (``tojson`` of a chart, plotly.js) is ours."""
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
-        return page_text(scrub(value))
+        return cut_long_words(page_text(scrub(value)))
     return value
 
 

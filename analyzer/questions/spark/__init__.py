@@ -31,11 +31,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.questions.spark.lake import question_frame, register_lake, run_question
+from analyzer.questions.spark.lake import lake_relations, question_frame, register_lake, run_question
+from analyzer.questions.spark.lockdown import LOCKED_CONF, lock_down
 from analyzer.questions.spark.sql import UnsupportedConstruct, relations_read, spark_sql, to_spark_sql, transpile
 
-__all__ = ["PORTABLE", "UnsupportedConstruct", "local_session", "question_frame", "register_lake",
-           "register_turns", "relations_read", "run_question", "spark_sql", "to_spark_sql", "transpile"]
+__all__ = ["PORTABLE", "UnsupportedConstruct", "lake_relations", "local_session", "lock_down", "question_frame",
+           "register_lake", "register_turns", "relations_read", "run_question", "spark_sql", "to_spark_sql",
+           "transpile"]
 
 #: Questions that read nothing but ``turns``: they run over the turns export
 #: (``analyze export --parquet``) registered with :func:`register_turns`. Over a
@@ -47,15 +49,20 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     """A small local SparkSession set up like the analyzer's DuckDB: UTC, timestamps without zone.
 
     ``spark.sql.timestampType = TIMESTAMP_NTZ`` makes ``CAST(x AS TIMESTAMP)`` mean
-    what it means in DuckDB (the lake's times are UTC times without a zone).
+    what it means in DuckDB (the lake's times are UTC times without a zone). SQL on
+    files is off (:data:`analyzer.questions.spark.lockdown.LOCKED_CONF`): a question
+    reads registered relations only.
     """
     import getpass
     import tempfile
 
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for key, value in LOCKED_CONF.items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app_name)
         # Only temp views are made, but Spark creates its warehouse folder anyway: in the
         # temp folder, not as ./spark-warehouse wherever `analyze sql` ran.

@@ -22,8 +22,8 @@ from typing import Any, Iterable
 from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
 from analyzer.store.asking import resolve
-from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.store.lake import MANIFEST, check_lake_path, check_manifest, read_manifest
+from analyzer.store.lake import MANIFEST, check_lake_path, check_manifest, lake_schema, read_manifest
+from analyzer.store.lake_files import LakeError, check_file_list, verify_relation
 
 #: The prefix of the lake's own copies of the materialized tables.
 LAKE_COPY = "lake_"
@@ -40,10 +40,16 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
     ``needs`` (the relations one question reads, :func:`relations_read`) creates only
     the catalog relations those read, directly or through others. Returns ``{name: "lake" | "view" | "table"}``.
 
+    The lake proves itself first, as on DuckDB: a local lake's files are checked
+    against the manifest (:func:`analyzer.store.lake_files.verify_relation`) and
+    Spark reads exactly those; at a URL, the files Spark lists and the rows it
+    counts must be the manifest's (:func:`_check_remote`).
+
     Raises:
         AnalyzerError: a pattern character in the path, no lake manifest there (or
             one that cannot be read), another schema, or names in it that are
             not plain names (:func:`analyzer.store.lake.check_manifest`).
+        LakeError: files or rows that differ from the manifest's, named by relation.
     """
     lake = str(lake_dir)
     check_lake_path(lake)  # Hadoop reads * ? [ ] { } in a path as a pattern, as DuckDB does
@@ -54,7 +60,11 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
     for table, entry in doc["tables"].items():
         columns = [c for c, _type in entry["columns"]]
         path = str(Path(lake).expanduser().resolve() / table) if local else f"{lake.rstrip('/')}/{table}"
-        df = spark.read.option("basePath", path).parquet(path) if entry.get("partition") else spark.read.parquet(path)
+        files = verify_relation(lake, table, entry) if local else [path]
+        reader = spark.read.option("basePath", path) if entry.get("partition") else spark.read
+        df = reader.parquet(*files)
+        if not local:
+            _check_remote(lake, table, entry, df)
         # The hive partition column is not one of the relation's: the manifest's columns are.
         df = df.select(*[f"`{c}`" for c in columns])
         materialized = table in relations and relations[table].kind == "table"
@@ -82,15 +92,48 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
     return made
 
 
+def _check_remote(lake: str, table: str, entry: dict, df) -> None:
+    """A relation of a lake at a URL: the files Spark reads are the manifest's, and so is their row count.
+
+    (Sizes and fingerprints are a local lake's checks: Spark lists the files and
+    counts the rows from their footers, without reading the data.)
+    """
+    listed = {f["path"] for f in check_file_list(lake, table, entry)}
+    prefix = f"{lake.rstrip('/')}/{table}/"
+    read = {f.split(prefix, 1)[1] if prefix in f else f for f in df.inputFiles()}
+    if read != listed:
+        odd = sorted(read - listed) or sorted(listed - read)
+        why = "is not in the manifest" if read - listed else "is missing"
+        raise LakeError(f"lake {lake}: relation {table}: {odd[0]} {why} (the lake was changed after its export)")
+    rows = df.count()
+    if rows != entry.get("rows"):
+        raise LakeError(f"lake {lake}: relation {table}: its files hold {rows} rows, the manifest says {entry.get('rows')}")
+
+
+def lake_relations() -> set[str]:
+    """What a question may read on Spark over a lake: its relations, the catalog's views and tables,
+    and the lake's own copies of the materialized ones (``lake_turns`` ...)."""
+    catalog = catalog_relations()
+    copies = {LAKE_COPY + n for n, q in catalog.items() if q.kind == "table"}
+    return set(lake_schema()) | set(catalog) | copies
+
+
 def _remote_manifest(spark, lake: str) -> dict:
     """The manifest of a lake at a URL, read through Spark's filesystem and checked as a local one."""
     where = f"{lake.rstrip('/')}/{MANIFEST}"
     try:
-        text = "\n".join(r.value for r in spark.read.text(where, wholetext=True).collect())
+        # Hadoop's filesystem, not spark.read: Spark's file listing skips names that start with `_`.
+        jvm = spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(where)
+        stream = path.getFileSystem(spark._jsc.hadoopConfiguration()).open(path)
+        try:
+            text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
         doc = json.loads(text)
     except Exception as exc:  # not there, not readable (Spark's own errors), not JSON
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise AnalyzerError(f"lake {lake}: cannot read {MANIFEST}: {first}", ExitCode.USAGE, param="lake") from exc
+        raise LakeError(f"lake {lake}: cannot read {MANIFEST}: {first}") from exc
     # The names become view names and quoted columns: checked as for a local lake.
     return check_manifest(doc, lake)
 

@@ -85,7 +85,12 @@ def test_the_manifest_says_what_each_relation_holds(week, lake):
     finally:
         con.close()
     assert doc["time_range"] == [f"{first.isoformat()}Z", f"{last.isoformat()}Z"]
-    assert doc["schema"] == schema and doc["format_version"] == 1
+    assert doc["schema"] == schema and doc["format_version"] == 2
+    # Every file is listed with its size and rows: they add up to the relation's rows.
+    for name, entry in doc["tables"].items():
+        assert entry["files"] and sum(f["rows"] for f in entry["files"]) == entry["rows"], name
+        for f in entry["files"]:
+            assert (lake / name / f["path"]).stat().st_size == f["bytes"] and f["fingerprint"].startswith("2:")
     assert doc["tables"]["turns"]["kind"] == "materialized" and doc["tables"]["records"]["kind"] == "table"
     assert "ladder" in doc["tables"]["records"]["json_columns"]
     # The big relations are partitioned by day; the rest are one file.
@@ -274,8 +279,9 @@ def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path)
     shutil.copy(week, old)
     con = duckdb.connect(str(old))
     newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    assert newest == "011_gateway_records"  # undone below (011, 010) as if the database were made before them
-    con.execute("DELETE FROM _migrations WHERE name IN ('011_gateway_records', '010_glm_shapes')")
+    assert newest == "012_gateway_records"  # 010 to 012 undone below as if the database were made before them
+    con.execute("DELETE FROM _migrations WHERE name IN ('010_glm_shapes', '011_forget_pending', '012_gateway_records')")
+    con.execute("DROP TABLE forget_pending")
     for column in ("gateway", "content_leak", "reasoning_blank", "reasoning_repaired"):
         con.execute(f"ALTER TABLE records DROP COLUMN {column}")
     con.execute("ALTER TABLE pod_windows DROP COLUMN inferred")

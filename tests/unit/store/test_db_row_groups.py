@@ -18,6 +18,7 @@ import pytest
 
 from analyzer.store.db import DEFAULT_ROW_GROUP_ROWS, connect, row_group_rows, use_same_database
 from analyzer.core.errors import DatabaseError
+from analyzer.store.spill import run_folder_name
 from tests.support.repo import REPO
 
 
@@ -33,8 +34,9 @@ def test_row_groups_of_the_given_size_in_a_file_a_plain_open_reads(tmp_path):
     try:
         assert row_group_rows(con) == 2048
         assert con.execute("SELECT current_database()").fetchall() == [("week",)]
-        # spills beside the file, as a plain open does (not to ./.tmp)
-        assert con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] == str(db) + ".tmp"
+        # spills beside the file, as a plain open does (not to ./.tmp), in this run's own folder there
+        spill = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+        assert spill == str(tmp_path / "week.duckdb.tmp" / run_folder_name())
         con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10000)")
         assert _storage(con, "t") == (5, 2048)
         cur = con.cursor()  # starts in DuckDB's in-memory database ...
