@@ -128,6 +128,17 @@ def test_every_scripted_turn_is_in_its_scripted_class(week):
     assert set(got) == set(want)
 
 
+def test_the_fallbacks_first_attempt_is_kept_beside_its_turn(week):
+    """LiteLLM logged the failed first attempt and the fallback's answer: one ok turn, the attempt listed."""
+    fallback = [d for d in week.driven if d.call.name == "fallback"][0]
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "gateway_attempts", "--db", str(week.db),
+                        "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [(r["request_id"], r["attempts"], r["first_error"], r["incident_class"]) for r in rows] == \
+        [(fallback.call_id, 2, "Provider returned 500: ", "ok")]
+
+
 def test_litellms_status_is_not_what_classifies(week):
     """The empty 200s, the answer in reasoning, the leak: LiteLLM logged them all as success."""
     status = {p["litellm_call_id"]: p["status"] for p in week.payloads}

@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from analyzer.core.errors import ExitCode, InputError
+from analyzer.store.asking import ask
 from analyzer.store.db import connect
 from tests.support import litellm as L
 from tests.support.ingesting import run
@@ -80,6 +81,11 @@ def test_every_call_is_one_turn_in_the_class_its_content_says(tmp_path):
         row = con.execute("SELECT model, proxy_pod, status FROM turns WHERE request_id = 'fb-1'").fetchall()
         assert row == [("glm-5", "vllm-glm-0:8000", 200)]
         assert con.execute("SELECT count(*) FROM records WHERE gateway = 'litellm'").fetchall()[0][0] == 26
+        # the calls LiteLLM retried or fell back on, with their first attempt (the question, as asked by name)
+        rows = [(r[0], *r[4:]) for r in ask(con, "gateway_attempts", {})]
+        assert rows == [("fb-1", 2, "Provider returned 500: ", "vllm-glm-0:8000", "vllm-glm-1:8000", "ok"),
+                        ("rt-1", 2, "Provider returned 500: ", "vllm-glm-0:8000", "vllm-glm-0:8000",
+                         "empty-200-stop")]
         # tool history from the transcript LiteLLM logged
         assert con.execute("SELECT tool_history_source FROM turns WHERE request_id = 'th5-1'").fetchall() == \
             [("messages",)]
