@@ -140,3 +140,19 @@ def test_strict_stops_on_a_bad_object(tmp_path):
     with pytest.raises(InputError) as exc:
         run(tmp_path / "a.duckdb", [logs], strict=True)
     assert exc.value.exit_code == ExitCode.BAD_INPUT and "time-14-09-00-000000_bad.json:1" in str(exc.value)
+
+
+def test_payloads_on_standard_input_gzip_included(tmp_path):
+    """`... | analyze -`: LiteLLM's JSON lines, gzip-compressed, told from their first bytes."""
+    import gzip
+    import subprocess
+    import sys
+
+    payloads, truth = _week()
+    data = gzip.compress("".join(json.dumps(p) + "\n" for p in payloads).encode())
+    db = tmp_path / "a.duckdb"
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "-", "--db", str(db), "--json"], input=data,
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    assert json.loads(p.stdout)["ingest"]["new_records"] == 2 * len(payloads)
+    assert _classes(db) == truth
