@@ -89,7 +89,9 @@ def records_of(payload: dict) -> tuple[dict, dict]:
     if call_type not in _CHAT_CALLS:
         raise NotAPayload(f"LiteLLM call_type {str(call_type)[:40]!r} is not a chat completion: not read")
     start = _time(payload.get("startTime"), "startTime")
-    end = _time(payload.get("endTime"), "endTime", required=False) or start
+    # an end before the start (clocks of another host, a hand-edited copy) is the start:
+    # the response must not precede its request, or the two would not pair
+    end = max(_time(payload.get("endTime"), "endTime", required=False) or start, start)
     metadata = _dict(payload.get("metadata"))
     ids = {
         "request_id": _text(payload.get("litellm_call_id")) or _text(payload.get("id")),

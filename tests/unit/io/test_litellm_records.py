@@ -152,6 +152,12 @@ def test_the_thinking_switch_is_read_back_from_what_the_ladder_sent(sent, switch
     assert req["enable_thinking"] is switch
 
 
+def test_an_end_before_the_start_is_the_start():
+    p = {**L.payload(start=L.T0), "endTime": L.T0 - 5}
+    req, resp = records_of(p)
+    assert resp["timestamp"] == req["timestamp"] and resp["latency_ms"] == 0
+
+
 def test_retries_and_fallbacks_are_said_in_the_record():
     resp = records_of(L.payload(retries=1, fallbacks=1))[1]
     assert resp["litellm"]["attempted_retries"] == 1 and resp["litellm"]["attempted_fallbacks"] == 1
