@@ -131,6 +131,10 @@ CALLS: tuple[Call, ...] = (
     Call("leaked-think", "agent-3", "glm-5",
          lambda: always(lambda: completion("The user wants the total; check the schema.</think>Texas.")),
          "reasoning-leaked", day=2),
+    # LiteLLM's hosted_vllm provider splits a content that opens with a think block into
+    # reasoning_content itself: the client never sees that block, and the turn is ok
+    Call("think-split-by-litellm", "agent-3", "glm-5",
+         lambda: always(lambda: completion("<think>Sum the rows.</think>Texas.")), "ok", day=2),
     Call("rate-limited", "agent-3", "glm-5", lambda: always(rate_limited), "rate-limited", day=2),
     Call("bad-request", "agent-4", "glm-5", lambda: always(refused_shape), "client-error", day=2),
     Call("hang-up", "agent-4", "glm-5", lambda: always(hang_up), "connection-error", day=3),

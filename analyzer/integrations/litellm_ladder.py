@@ -261,8 +261,17 @@ def _attach(logging_obj: Any, fields: dict) -> None:
 
 
 def _model_response(body: dict) -> ModelResponse:
-    """The upstream's chat-completions object as LiteLLM's ModelResponse (reasoning and tool calls kept)."""
-    return ModelResponse(**body)
+    """The upstream's chat-completions object as LiteLLM's ModelResponse (reasoning and tool calls kept).
+
+    The upstream controls every byte: a body LiteLLM cannot take as a chat
+    completion (choices of the wrong shape) is a 502, as the proxy relays a body
+    it cannot read, not an error of LiteLLM's own.
+    """
+    try:
+        return ModelResponse(**body)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise CustomLLMError(status_code=502, message=f"the upstream's 200 is not a chat completion: {exc}"[:1000]) \
+            from exc
 
 
 def _chunks(body: Mapping[str, Any]) -> Iterator[GenericStreamingChunk]:

@@ -28,6 +28,7 @@ from types import SimpleNamespace
 import pytest
 
 _CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm imported here too: no download
 for _name in ("litellm", "moto.server", "boto3"):
     if _CI:
         __import__(_name)  # a broken install fails here, under CI
@@ -145,6 +146,15 @@ def test_litellms_status_is_not_what_classifies(week):
     for d in week.driven:
         if d.call.name in ("empty-200", "answer-in-reasoning", "length", "leaked-think", "no-choices"):
             assert status[d.call_id] == "success" and d.status == 200, d.call.name
+
+
+def test_litellm_splits_an_opening_think_block_itself_but_not_a_dangling_one(week):
+    by_name = {d.call.name: d.call_id for d in week.driven}
+    message = {p["litellm_call_id"]: p["response"]["choices"][0]["message"] for p in week.payloads
+               if p["status"] == "success" and p["response"].get("choices")}
+    split = message[by_name["think-split-by-litellm"]]
+    assert (split["content"], split.get("reasoning_content")) == ("Texas.", "Sum the rows.")
+    assert message[by_name["leaked-think"]]["content"].endswith("</think>Texas.")
 
 
 def test_the_ladder_recovered_inside_litellm_and_its_log_fields_reached_the_payload(week):

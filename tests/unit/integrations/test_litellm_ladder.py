@@ -16,9 +16,9 @@ import time
 
 import pytest
 
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the wheel's cost map: no download at import
 if os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no"):
     pytest.importorskip("litellm")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the wheel's cost map: no download at import
 
 import litellm  # noqa: E402
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
@@ -28,6 +28,7 @@ from tests.support.litellm import TOOL_HISTORY, TOOLS  # noqa: E402
 from tests.support.upstream import (  # noqa: E402
     DROP_TOOLS,
     FaultyUpstream,
+    Reply,
     always,
     fail_until,
     glm53,
@@ -36,6 +37,10 @@ from tests.support.upstream import (  # noqa: E402
     naked_500,
     ok,
 )
+
+
+# litellm's own types warn on import under this pydantic (ReadOnly TypedDict items): not ours to fix
+pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
 
 class Payloads(CustomLogger):
@@ -152,3 +157,13 @@ def test_a_dead_upstream_is_a_transport_error_and_other_models_get_one_call(lite
                                num_retries=0)
         assert up.count == 1
     assert _fields(lite.wait(2)[1])["ladder_armed"] is False
+
+
+def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite):
+    bad = Reply(200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": 5}]}',
+                (("content-type", "application/json"),))
+    with FaultyUpstream(always(bad)) as up:
+        with pytest.raises(litellm.BadGatewayError):
+            litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, api_base=up.url + "/v1", num_retries=0)
+        assert up.count == 1
+    assert _fields(lite.wait(1)[0])["incident_class"] == "no-answer-200"
