@@ -60,7 +60,7 @@ Models = Annotated[Optional[List[str]], typer.Option(
     help="Only these models in the summary: a name or a LIKE pattern such as 'glm%' (repeatable).")]
 
 
-@app.command("run")
+@app.command("run", short_help="Ingest logs, classify every turn, print the verdict and the sizing.")
 def run_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
     db: Db = None,
@@ -89,7 +89,7 @@ def run_cmd(
                    model_map=tuple(model_map or ()), fail_on=tuple(fail_on or ()), caller_deadline_s=caller_deadline))
 
 
-@app.command("sql")
+@app.command("sql", short_help="Ask a question of queries/, a view, or your own SQL (read-only).")
 def sql_cmd(
     query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
     param: Optional[List[str]] = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", help="A $name parameter as NAME=VALUE (repeatable)."),
@@ -107,7 +107,7 @@ def sql_cmd(
     run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only, engine=engine, lake=lake)
 
 
-@app.command("export")
+@app.command("export", short_help="Write a Parquet lake (or the turns) for Spark, Trino, Athena.")
 def export_cmd(
     parquet: Optional[Path] = typer.Option(None, "--parquet", metavar="DIR", help="Directory to write the classified turns into as day=YYYY-MM-DD/*.parquet (replaced on re-export)."),
     lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Directory to write every relation a question reads into, with a manifest (a Parquet lake for Spark and other engines; replaced on re-export)."),
@@ -120,7 +120,7 @@ def export_cmd(
     export_command(parquet, db=db, lake=lake, json_out=json_out)
 
 
-@app.command("sync")
+@app.command("sync", short_help="Mirror the proxy's S3 bucket locally: only new or changed objects.")
 def sync_cmd(
     url: str = typer.Argument(..., metavar="URL", help="s3://BUCKET[/PREFIX] in the proxy's layout (YYYY-MM-DD/*.jsonl, consolidated/**/*.parquet)."),
     s3_profile: Optional[str] = typer.Option(None, "--s3-profile", metavar="NAME", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
@@ -134,7 +134,7 @@ def sync_cmd(
     sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
 
 
-@app.command("report")
+@app.command("report", short_help="Render the weekly HTML report: one self-contained file.")
 def report_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
     db: Db = None,
@@ -154,7 +154,7 @@ def report_cmd(
     report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn, lake=lake)
 
 
-@app.command("replay")
+@app.command("replay", short_help="Re-send captured failures through the ladder to an endpoint.")
 def replay_cmd(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", metavar="URL", help="OpenAI-compatible chat-completions URL, or a base URL (…/v1); required unless --dry-run."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR", help="Name of the environment variable holding the API key (sent as a bearer token; never printed or stored)."),
@@ -180,7 +180,7 @@ def replay_cmd(
                    json_out=json_out, db=db)
 
 
-@app.command("forget")
+@app.command("forget", short_help="Remove files from the database and derive the rest again.")
 def forget_cmd(
     paths: Optional[List[str]] = typer.Argument(None, metavar="PATHS", show_default=False,
                                                 help="Files to forget: paths or globs as the database holds them (see `analyze --db X`)."),
@@ -199,7 +199,7 @@ def forget_cmd(
     forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
 
 
-@app.command("alerts")
+@app.command("alerts", short_help="Write the wedge rule as Prometheus alerting rules (and tests).")
 def alerts_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="File to write [default: stdout]."),
     unit_tests: Optional[Path] = typer.Option(None, "--unit-tests", metavar="FILE", help="Also write promtool unit tests for --output (promtool test rules FILE)."),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from analyzer.core.focus import is_glm
 from analyzer.core.isotime import iso_utc
+from analyzer.core.paths import shown_path
 from analyzer.core.safetext import printable, terminal_text
 from analyzer.core.scrub import scrub_strings
 from analyzer.jobs.replay import NOT_RECOVERED
@@ -53,10 +54,98 @@ def escape(text: str) -> str:
 
 
 def Table(*args: Any, **kwargs: Any) -> "RichTable":  # noqa: N802 - stands for rich's class
-    """A rich ``Table`` (rich imported on first use)."""
-    from rich.table import Table as RichTable
+    """A rich ``Table`` (rich imported on first use) that stacks when it does not fit.
 
-    return RichTable(*args, **kwargs)
+    The table is laid out by rich for the width it gets (cells wrap at words); when
+    that layout would be wider than the width, or would cut a header or cell with an
+    ellipsis, the table is printed row by row instead (the first cell, then each other
+    column's header and cell on the same line), so a class, model, pod or rung name is
+    never cut to fit. Mark the columns that hold names ``no_wrap=True``.
+    """
+    return _stacking_table_class()(*args, **kwargs)
+
+
+@lru_cache(maxsize=None)
+def _stacking_table_class() -> type:
+    from rich.segment import Segment
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    class StackingTable(RichTable):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.cells: list[tuple[Any, ...]] = []
+            self._as_laid_out = False
+
+        def add_row(self, *cells: Any, **kwargs: Any) -> None:
+            self.cells.append(cells)
+            super().add_row(*cells, **kwargs)
+
+        def fits(self, console: Any, options: Any) -> bool:
+            """Whether rich's layout at this width keeps every line inside it and cuts no word.
+
+            Rendered once and looked at (public rich API): rich may squeeze a column
+            below its longest word and end it with "…" or fold it across lines, or run
+            past the width.
+            """
+            self._as_laid_out = True
+            try:
+                lines = list(Segment.split_lines(console.render(self, options)))
+            finally:
+                self._as_laid_out = False
+            if any(Segment.get_line_length(line) > options.max_width for line in lines):
+                return False
+            source = [_as_text(c).plain for c in [*(c.header for c in self.columns), *(c for r in self.cells for c in r)]
+                      if c is not None]
+            rendered = "\n".join("".join(seg.text for seg in line) for line in lines)
+            if rendered.count("…") > sum(text.count("…") for text in source):
+                return False
+            # every word whole: rich folds a word wider than its column across lines
+            return all(word in rendered for text in source for word in text.split())
+
+        def __rich_console__(self, console: Any, options: Any) -> Any:
+            if self._as_laid_out:
+                yield from super().__rich_console__(console, options)
+                return
+            # The title is a sentence: printed as one (unbroken into a pipe), not wrapped at the table's width.
+            title, self.title = self.title, None
+            try:
+                if title:
+                    yield _as_text(title)
+                if self.fits(console, options):
+                    yield from super().__rich_console__(console, options)
+                    return
+            finally:
+                self.title = title
+            yield from self.stacked(console, options)
+
+        def stacked(self, console: Any, options: Any) -> Any:
+            """Each row as its first cell, then ``header cell; header cell ...`` beside it,
+            wrapped under itself (a hanging indent) when the first cells are short enough."""
+            headers = [str(c.header) for c in self.columns]
+            firsts = [_as_text(row[0]) for row in self.cells]
+            rests = []
+            for row in self.cells:
+                rest = Text()
+                for i, (header, cell) in enumerate((h, c) for h, c in zip(headers[1:], row[1:]) if c not in (None, "")):
+                    rest += Text("; " if i else "") + Text(f"{header} ") + _as_text(cell)
+                rests.append(rest)
+            if max((t.cell_len for t in firsts), default=0) + 4 <= options.max_width // 2:
+                grid = RichTable.grid(padding=(0, 0, 0, 2))
+                grid.add_column(no_wrap=True)
+                grid.add_column()
+                for first, rest in zip(firsts, rests):
+                    grid.add_row(Text("  ") + first, rest)
+                yield grid
+                return
+            for first, rest in zip(firsts, rests):
+                yield Text("  ") + first + Text(": ") + rest
+
+    def _as_text(cell: Any) -> Text:
+        # Strings here are rich markup the printer escaped already; Text objects are plain.
+        return cell if isinstance(cell, Text) else Text.from_markup("" if cell is None else str(cell))
+
+    return StackingTable
 
 
 def _Console(**kwargs: Any) -> "Console":  # noqa: N802 - stands for the class it makes
@@ -78,19 +167,6 @@ def _console_class() -> type:
             raise BrokenPipeError()
 
     return PipeAwareConsole
-
-
-def shown_path(path: str) -> str:
-    """A stored (absolute) path as the operator typed it: relative when under the current folder."""
-    import os
-
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        return path
-    if path.startswith(cwd + os.sep):
-        return os.path.relpath(path, cwd)
-    return path
 
 
 def _on_terminal() -> bool:
@@ -115,7 +191,7 @@ def summary_text(summary: dict[str, Any]) -> str:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
 
     buf = Capture()
-    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=PIPED_WIDTH))
+    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=True, width=PIPED_WIDTH))
     # rich pads a left-justified table title to the table's width: into a file, the
     # padding is only trailing blanks (which diffs and editors flag).
     return "\n".join(line.rstrip(" ") for line in buf.getvalue().split("\n"))
@@ -125,9 +201,17 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     """Print the summary of :func:`analyzer.outputs.summary.build_summary` for a person (every string
     scrubbed of credentials first, :func:`analyzer.core.scrub.scrub_strings`)."""
     summary = scrub_strings(summary)
-    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else PIPED_WIDTH)
+    # Into a pipe or a file every sentence stays on one line (grep finds it); tables are
+    # laid out for a page PIPED_WIDTH wide. On a terminal rich wraps prose at words.
+    terminal = _on_terminal()
+    out = console or _Console(highlight=False, soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
+    verdict = summary.get("verdict") or {}
+    for i, line in enumerate(verdict.get("lines") or []):
+        out.print(("[bold]" + _t(line) + "[/]") if i == 0 else _t(line))
+    if verdict.get("lines"):
+        out.print()
     out.print(
         f"[bold]{summary['turns']:,} turns[/] in {summary['sessions']:,} sessions, "
         f"{tr['first'] or '-'} .. {tr['last'] or '-'}"
@@ -143,10 +227,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     print_holdings(summary, out)
 
     models = Table(title="Turns and sessions per model", title_justify="left")
-    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder-addressable", "sessions ended on failure"):
-        # fold, never cut: the tail of a name is what tells two models apart
-        models.add_column(col, justify="left" if col == "model" else "right",
-                          overflow="fold" if col == "model" else "ellipsis")
+    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder addressable", "sessions ended on failure"):
+        # never cut: the tail of a name is what tells two models apart (too wide: the table stacks)
+        models.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
     for m in summary["models"]:
         failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
         models.add_row(
@@ -170,9 +253,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if logged.get("turns"):
         pairs = ", ".join(f"logged {_t(d['logged_class'])} / derived {_t(d['derived_class'])} {d['turns']:,}"
                           for d in logged["pairs"][:3])
-        verdict = (f"would say otherwise for {logged['disagreements']:,} ({pairs})" if logged["disagreements"]
+        agreement = (f"would say otherwise for {logged['disagreements']:,} ({pairs})" if logged["disagreements"]
                    else "agrees on every one")
-        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule {verdict}")
+        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule {agreement}")
     if summary["quarantined_lines"]:
         whole = " (in the whole database)" if summary.get("not_filtered") else ""
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
@@ -190,6 +273,18 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
     print_oncall(summary.get("oncall"), out)
+    print_next(summary.get("next"), out)
+
+
+def print_next(section: dict[str, Any] | None, out: Console) -> None:
+    """Where the database is and what to run next (the summary's last lines)."""
+    if not section:
+        return
+    out.print()
+    out.print(f"The database is {_t(section['database'])}. Next:")
+    width = max(len(c["command"]) for c in section["commands"])
+    for c in section["commands"]:
+        out.print(f"  {_t(c['command']).ljust(width)}  {_t(c['does'])}")
 
 
 def shown_text(text: Any, limit: int | None = None) -> str:
@@ -256,7 +351,7 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
     if replicas:
         t = Table(title="Per proxy replica (proxy_pod)", title_justify="left")
         for col in ("replica", "turns", "failed", "failure rate", "slow warnings", "lost records"):
-            t.add_column(col, justify="left" if col == "replica" else "right")
+            t.add_column(col, justify="left" if col == "replica" else "right", no_wrap=col == "replica")
         for r in replicas:
             t.add_row(safe_text(r["proxy_pod"]) if r["proxy_pod"] is not None else "(not said)",
                       f"{r['turns']:,}", f"{r['failed']:,}", _pct(r["failure_rate"]),
@@ -320,11 +415,14 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
 
 def _before_after_table(ba: dict[str, Any]) -> Table:
     """Tool sessions lost per 100 without and with the ladder, per class, with 95% intervals."""
+    neither = ba.get("tool_sessions_neither") or 0
     t = Table(title=f"Did the ladder work? Tool sessions lost per 100, without the ladder "
                     f"({ba['tool_sessions_without']:,} sessions) and with it ({ba['tool_sessions_with']:,}), "
-                    "as the records tell them apart (95% intervals)", title_justify="left")
+                    "as the records tell them apart (95% intervals)"
+                    + (f"; {neither:,} more in neither (the ladder was off for their model, or their records do "
+                       "not say)" if neither else ""), title_justify="left")
     for col in ("class of the last turn", "without", "with", "change"):
-        t.add_column(col, justify="left" if col.startswith("class") else "right")
+        t.add_column(col, justify="left" if col.startswith("class") else "right", no_wrap=col.startswith("class"))
 
     def rate(p, lo, hi, k):
         return f"{p:.1f} [{lo:.1f}–{hi:.1f}] ({k:,})"
@@ -344,7 +442,7 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     refused = any(r.get("refused") for r in rows)
     for col in ("trigger", "rung", "reached", "recovered", *(("refused",) if refused else ()),
                 "recovered | reached", "cumulative"):
-        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
+        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right", no_wrap=col in ("trigger", "rung"))
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
@@ -366,7 +464,7 @@ def _class_table(summary: dict[str, Any]) -> Table:
     if others:
         groups.append((f"other models ({len(others)})", others))
     t = Table(title="Incident classes: count · share of the column's turns", title_justify="left")
-    t.add_column("class")
+    t.add_column("class", no_wrap=True)
     for name, _ in groups:
         t.add_column(name, justify="right")
     t.add_column("all", justify="right")
@@ -385,45 +483,33 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
     (each turn in one window, so the column adds up to the classes) and, per wedged
     window, what the other signals said.
 
-    Pod names share long prefixes (``glm-5-vllm-6f9c7d8b5-k7m2q``, ``...-r4t8w``):
-    when the table is wider than the terminal, the common prefix is elided (and
-    named under the table), never the tail that tells the pods apart.
+    A table too wide for the terminal stacks (:func:`Table`): pod names that share a
+    long prefix (``glm-5-vllm-6f9c7d8b5-k7m2q``, ``...-r4t8w``) stay whole.
     """
     if not episodes:
         return
-    pods = [terminal_text(e["pod"] or "?") for e in episodes]
-    # Measured without the corroboration text, which wraps: only the names decide
-    # whether the pods' common prefix must go.
-    excess = out.measure(_episode_table(episodes, pods, evidence=False),
-                         options=out.options.update_width(10_000)).maximum - out.width
-    prefix = ""
-    if excess > 0:
-        prefix, pods = elide_common_prefix(pods, max(len(p) for p in pods) - excess)
-    table = _episode_table(episodes, pods)
+    table = _episode_table(episodes)
     if table.row_count:
         out.print(table)
-        if prefix:
-            out.print(f"  (pod names start with {escape(prefix)}…)")
     print_sleeping(episodes, out)
 
 
-def _episode_table(episodes: list[dict[str, Any]], pods: list[str], evidence: bool = True) -> Table:
+def _episode_table(episodes: list[dict[str, Any]]) -> Table:
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
                          ("duration", "right"), ("alert after", "right"), ("failed turns", "right"),
-                         ("corroboration", "left"))[:8 if evidence else 7]:
-        t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model", "corroboration") else "ellipsis",
-                     ratio=1 if col == "corroboration" else None)
-    for e, pod in zip(episodes, pods):
+                         ("corroboration", "left")):
+        t.add_column(col, justify=justify, overflow="fold" if col == "corroboration" else "ellipsis",
+                     ratio=1 if col == "corroboration" else None, no_wrap=col != "corroboration")
+    for e in episodes:
         if e["kind"] == "sleeping":
             continue
         kind = f"{e['kind']} (inferred)" if e.get("inferred") else e["kind"]
-        cells = [escape(pod), _t(e["model_name"] or "?"), kind, e["start"].replace("T", " ").removesuffix("Z"),
-                 _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}"]
-        if evidence:
-            cells.append(_t((e.get("corroboration") or {}).get("text", "")))
-        t.add_row(*cells)
+        evidence = ("suspected: requests failed while the counter was flat and the gauges read 0 (frozen gauges)"
+                    if e.get("inferred") else _t((e.get("corroboration") or {}).get("text", "")))
+        t.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"), kind, e["start"][:19].replace("T", " "),
+                  _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}", evidence)
     return t
 
 
@@ -434,7 +520,7 @@ def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
         return
     s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)", title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
-        s.add_column(col, justify=justify)
+        s.add_column(col, justify=justify, no_wrap=col in ("pod", "model"))
     for e in asleep:
         s.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"),
                   e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
@@ -461,28 +547,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"
 
 
-_SEPARATORS = "-_./:@"
 _FORM_NAMES = {"jsonl": "JSONL", "kubectl": "kubectl stdout", "parquet": "Parquet"}
-
-
-def elide_common_prefix(names: list[str], width: int) -> tuple[str, list[str]]:
-    """Shorten ``names`` to about ``width`` characters by dropping what they all start with.
-
-    Returns ``(prefix, shortened)``: the prefix cut at a separator (``-``, ``_``,
-    ``.``, ``/``...) so the part left starts a word, and each name as ``…`` plus
-    what follows. Names that differ early, or a single name, are returned whole.
-    """
-    distinct = sorted(set(names))
-    if len(distinct) < 2:
-        return "", names
-    import os
-
-    common = os.path.commonprefix(distinct)
-    cut = max((i + 1 for i, ch in enumerate(common) if ch in _SEPARATORS), default=0)
-    if cut < 4:  # nothing worth eliding
-        return "", names
-    del width  # the prefix goes whole: a shorter cut would leave the reader guessing
-    return names[0][:cut], ["…" + n[cut:] for n in names]
 
 
 def print_filters(summary: dict[str, Any], out: Console) -> None:
@@ -559,7 +624,8 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         t = Table(title=f"429 bursts (rate-limited turns of one provider and model at most "
                         f"{section['parameters']['burst_gap_s']:g} s apart)", title_justify="left")
         for col in ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"):
-            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right")
+            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right",
+                         no_wrap=col in ("provider", "model"))
         for b in section["rate_limit_bursts"]:
             t.add_row(Text(tt(b["provider"])), Text(tt(b["model"])), b["start"].replace("T", " ").removesuffix("Z")[:19],
                       f"{b['duration_s']:,.0f} s", f"{b['rate_limited_turns']:,}", f"{b['calls_in_window']:,}",
@@ -570,7 +636,7 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         return  # no turns in scope: nothing more to show
     t = Table(title="Latency per model and provider", title_justify="left")
     for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
-        t.add_column(col, justify="left" if col in ("model", "provider") else "right")
+        t.add_column(col, justify="left" if col in ("model", "provider") else "right", no_wrap=col in ("model", "provider"))
     for r in section["latency"]:
         t.add_row(Text(tt(r["model"])), Text(tt(r["provider"])), f"{r['turns']:,}", _ms(r["p50_ms"]),
                   _ms(r["p95_ms"]), _ms(r["p99_ms"]), _ms(r["max_ms"]))
@@ -578,7 +644,7 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 
     t = Table(title="Tokens per model (turns with usage)", title_justify="left")
     for col in ("model", "turns", "with usage", "prompt", "completion", "cached", "mean prompt", "mean completion"):
-        t.add_column(col, justify="left" if col == "model" else "right")
+        t.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
     for r in section["tokens"]:
         mp, mc = r["mean_prompt_tokens"], r["mean_completion_tokens"]
         t.add_row(Text(tt(r["model"])), f"{r['turns']:,}", f"{r['turns_with_usage']:,}", f"{r['prompt_tokens']:,}",
@@ -592,10 +658,10 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         t = Table(title="Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
                         + (f"; {more:,} more" if more else ""), title_justify="left")
         for col in ("turns", "error text", "models", "class"):
-            t.add_column(col, justify="right" if col == "turns" else "left")
+            t.add_column(col, justify="right" if col == "turns" else "left", no_wrap=col == "class")
         for g in shown:
             pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
-            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"], 40)), Text(tt(g["main_class"])))
+            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"])), Text(tt(g["main_class"])))
         out.print(t)
 
 

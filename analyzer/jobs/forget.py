@@ -71,7 +71,9 @@ class ForgetReport:
 def _candidates(given: str) -> list[str]:
     out = [given.rstrip("/") or "/"]
     if "://" not in given:
-        out.append(os.path.abspath(os.path.expanduser(given)).rstrip("/") or "/")
+        local = os.path.expanduser(given)
+        out.append(os.path.abspath(local).rstrip("/") or "/")
+        out.append(os.path.realpath(local).rstrip("/") or "/")  # ingest registers files by their real path
     return list(dict.fromkeys(out))
 
 

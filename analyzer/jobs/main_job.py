@@ -34,6 +34,7 @@ from analyzer.io.sources import Discovered, discover_inputs
 from analyzer.jobs.metrics import load_metrics, load_prometheus
 from analyzer.outputs.summary import build_summary, filter_notes, resolve_models
 from analyzer.outputs.summary_cache import cached_summary
+from analyzer.outputs.verdict import next_steps
 from analyzer.store.db import connect_writer, discarded
 from analyzer.store.holdings import (
     changes, describe_seconds, holdings, plan_wedge_window, store_wedge_window, stored_wedge_window)
@@ -166,6 +167,7 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     summary["ingest"] = report.to_dict()
     summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
+    summary["next"] = next_steps(None if opts.db is None else str(opts.db))
     return summary, report
 
 
@@ -208,8 +210,11 @@ def summary_of_database(opts: RunOptions) -> dict:
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
-        return summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
-                                one_off_wedge_s=one_off_w, records_signature=classified.records_signature)
+        summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt,
+                                   until=until_dt, one_off_wedge_s=one_off_w,
+                                   records_signature=classified.records_signature)
+        summary["next"] = next_steps(None if opts.db is None else str(opts.db))
+        return summary
     finally:
         con.close()
 

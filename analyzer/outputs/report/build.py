@@ -23,6 +23,7 @@ from analyzer.classification.turns import ensure_turns
 from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
+from analyzer.core.paths import shown_path
 from analyzer.core.safetext import terminal_text
 from analyzer.core.scrub import redact, redact_json, shorten
 from analyzer.online import CLASSES
@@ -655,12 +656,14 @@ def _methods(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, 
     return Methods(
         since=period.since, until=period.until, data_first=first, data_last=last, partial_period=partial,
         input_files=n_files, input_forms={form: n for form, n, *_rest in forms}, input_bytes=int(n_bytes),
-        input_examples=[redact(path) or "" for (path,) in ask(con, "input_file_examples", {"limit": 5})],
+        # As the user gave them (relative to where analyze runs): a report is shared, so it
+        # carries no absolute path of this machine for an input given relatively.
+        input_examples=[redact(shown_path(path)) or "" for (path,) in ask(con, "input_file_examples", {"limit": 5})],
         records=records, turns=summary_all["turns"], inferred_turns=summary_all["inferred"]["turns"],
         inferred_share=summary_all["inferred"]["share"],
         truncated_turns=next(iter(ask(con, "truncated_turns", _scope(p, models=False))), (0,))[0],
         quarantined_lines=summary_all["quarantined_lines"],
-        quarantine_samples=[QuarantineSample(path=redact(s["path"]) or "", line_no=s["line_no"],
+        quarantine_samples=[QuarantineSample(path=redact(shown_path(s["path"])) or "", line_no=s["line_no"],
                                              reason=redact(s["reason"]) or "")
                             for s in summary_all["quarantine_samples"]],
         metric_samples=summary_all["metrics"]["samples"], pod_windows=summary_all["metrics"]["windows"],

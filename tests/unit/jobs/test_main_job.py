@@ -47,7 +47,7 @@ class Heard:
 def _comparable(summary: dict) -> dict:
     """The summary without what differs between two runs into two files (the database's path and
     size, the ingest's times); the metric loads without their timing."""
-    out = {k: v for k, v in summary.items() if k not in ("database", "ingest", "notes")}
+    out = {k: v for k, v in summary.items() if k not in ("database", "ingest", "notes", "next")}
     out["metrics"] = {**summary["metrics"],
                       "loads": [{k: v for k, v in load.items() if k != "seconds"} for load in summary["metrics"]["loads"]]}
     return out

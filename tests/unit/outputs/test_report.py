@@ -446,6 +446,23 @@ def test_methods(context):
     assert m.migrations[:2] == ["001_initial", "002_replay_attempts"]
 
 
+def test_methods_show_input_paths_as_given_relative_under_the_working_folder(fixture_db, monkeypatch):
+    """A report is shared: an input given relative to where analyze ran is shown relative,
+    never as this machine's absolute path; run from elsewhere, the stored path is shown."""
+    logs_dir = fixture_db.parent  # the fixture ingested <tmp>/logs/week.jsonl
+    for cwd, expected in ((logs_dir, "logs/week.jsonl"), (logs_dir / "logs", "week.jsonl"),
+                          (logs_dir.parent, str(logs_dir / "logs" / "week.jsonl")[len(str(logs_dir.parent)) + 1:]),
+                          (logs_dir / "logs" / "elsewhere", str(logs_dir / "logs" / "week.jsonl"))):
+        cwd.mkdir(exist_ok=True)
+        monkeypatch.chdir(cwd)
+        con = connect(fixture_db)
+        try:
+            m = build_context(con, resolve_period(con, week=WEEK), generated_at=GENERATED_AT).methods
+        finally:
+            con.close()
+        assert m.input_examples == [expected] and m.quarantine_samples[0].path == expected, cwd
+
+
 def test_without_metrics_the_report_says_so(tmp_path):
     db = tmp_path / "nometrics.duckdb"
     ingest_only([str(write_jsonl(tmp_path / "w.jsonl", fixture_records()))], db)

@@ -208,6 +208,24 @@ def test_runs_on_the_sample_week(sample_week, name):
         assert rows, f"{name} found nothing in the sample week"
 
 
+def test_the_sizing_questions_with_no_parameter_answer_the_summarys_figures(sample_week):
+    """`analyze sql ladder_before_after` (and the other questions behind the sizing), asked
+    with no parameter, is the summary's sizing: the same GLM scope, the same figures."""
+    from analyzer.outputs.summary import build_summary
+
+    sizing = build_summary(sample_week, with_oncall=False, refresh=False)["sizing"]
+    rows = _run(sample_week, "ladder_before_after")
+    ba = sizing["before_after"]
+    assert ba and rows, "the sample week has sessions of both eras"
+    assert rows[0]["tool_sessions_without"] == ba["tool_sessions_without"]
+    assert rows[0]["tool_sessions_with"] == ba["tool_sessions_with"]
+    assert [(r["lost_class"], r["lost_without"], r["lost_with"]) for r in rows] == \
+        [(c["lost_class"], c["lost_without"], c["lost_with"]) for c in ba["classes"]]
+    # every model in scope (`-p model=%`) is a different, larger answer: the default is GLM
+    everyone = _run(sample_week, "ladder_before_after", model="%")
+    assert everyone[0]["tool_sessions_without"] > ba["tool_sessions_without"]
+
+
 # ---------------------------------------------------------------------------
 # The questions answer what they say
 
