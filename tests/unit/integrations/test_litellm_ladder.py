@@ -25,6 +25,7 @@ from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
 
 from analyzer.integrations.litellm_ladder import LOG_FIELDS_KEY, LadderLLM  # noqa: E402
 from tests.support.litellm import TOOL_HISTORY, TOOLS  # noqa: E402
+from tests.support.repo import REPO  # noqa: E402
 from tests.support.upstream import (  # noqa: E402
     DROP_TOOLS,
     FaultyUpstream,
@@ -167,3 +168,12 @@ def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite):
             litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, api_base=up.url + "/v1", num_retries=0)
         assert up.count == 1
     assert _fields(lite.wait(1)[0])["incident_class"] == "no-answer-200"
+
+
+def test_the_docs_own_ladder_with_other_settings():
+    """docs/integrations/litellm.md's my_ladder.py: the options reach the ladder and the normalizer."""
+    ladder = LadderLLM(templates={"glm-5": "glm-5.3"}, length_recovery=True, caller_deadline_s=120)
+    assert ladder.templates == {"glm-5": "glm-5.3"} and ladder.caller_deadline_s == 120
+    assert ladder.ladder_options["length_recovery"] is True and ladder.ladder_options["templates"] == ladder.templates
+    page = (REPO / "docs" / "integrations" / "litellm.md").read_text(encoding="utf-8")
+    assert 'ladder = LadderLLM(templates={"glm-5": "glm-5.3"}, length_recovery=True, caller_deadline_s=120)' in page
