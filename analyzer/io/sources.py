@@ -58,9 +58,9 @@ _METRIC_CSV_HEADER = re.compile(r"^[\w\",:. ]*\b(?:metric|__name__)\b.*,.*\b(?:v
 # unescaped `"key":` is JSON structure (inside a string every quote is escaped), so
 # a proxy record that merely mentions these words never matches; the proxy's records
 # have no startTime. Read from the first object's text, however long it is.
-_LITELLM_START = re.compile(r'"startTime"\s*:\s*["0-9]')
-_LITELLM_KEY = re.compile(r'"(?:litellm_call_id|trace_id|call_type|model_group|hidden_params)"\s*:')
-_PROXY_TYPE = re.compile(r'^\{\s*"(?:timestamp|type)"\s*:')
+_LITELLM_START = re.compile(rb'"startTime"\s*:\s*["0-9]')
+_LITELLM_KEY = re.compile(rb'"(?:litellm_call_id|trace_id|call_type|model_group|hidden_params)"\s*:')
+_PROXY_TYPE = re.compile(rb'^\{\s*"(?:timestamp|type)"\s*:')
 
 
 class FormError(InputError):
@@ -302,13 +302,19 @@ def is_litellm_head(head: bytes, sep: bytes = b"\n") -> bool:
     Looks at the first line that opens an object (a bad first line is quarantined
     when read); a line longer than the head is judged from the part there.
     """
-    for raw in head.split(sep, 20)[:20]:
-        line = raw.strip()
-        if not line.startswith(b"{"):
-            continue
-        text = line.decode("utf-8", errors="replace")
-        return (not _PROXY_TYPE.match(text) and _LITELLM_START.search(text) is not None
-                and _LITELLM_KEY.search(text) is not None)
+    # Line by line, without splitting the whole head: every proxy chunk is asked this,
+    # and its first line (`{"timestamp": ...`) answers at once.
+    pos = 0
+    for _ in range(20):
+        end = head.find(sep, pos)
+        end = len(head) if end < 0 else end
+        line = head[pos:end].strip()
+        if line.startswith(b"{"):
+            return (not _PROXY_TYPE.match(line) and _LITELLM_START.search(line) is not None
+                    and _LITELLM_KEY.search(line) is not None)
+        if end >= len(head):
+            break
+        pos = end + 1
     return False
 
 
