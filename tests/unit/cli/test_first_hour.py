@@ -1,7 +1,7 @@
 """What a newcomer reads first: the verdict on top, the next commands last, tables that
 never cut a name, sentences whole in a pipe, and `--help` without cut-off texts.
 
-The summary is made from a real DuckDB file (tests/unit/questions/test_queries.py's
+The summary is made from a real DuckDB file (tests/support/week.py's
 week) by the job the command runs; it is printed by the command's printer into a
 rich console of a chosen width, as a terminal of that width or a pipe gets it.
 """
@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli.app import app
-from analyzer.cli.terminal import PIPED_WIDTH, Table, _Console, print_summary, summary_text
+from analyzer.cli.terminal import Table, make_console
+from analyzer.cli.terminal.summary import PIPED_WIDTH, print_summary, summary_text
 from analyzer.jobs.main_job import RunOptions, summary_of_database
 from analyzer.outputs.verdict import next_steps
 from tests.support.ingesting import ingest_records
-from tests.unit.questions.test_queries import week_records
+from tests.support.week import week_records
 
 LONG = "accounts/fireworks/models/glm-5-fp8-long-context-preview"
 
@@ -37,7 +38,7 @@ def summary(tmp_path_factory) -> dict:
 
 def _printed(summary: dict, width: int, terminal: bool) -> str:
     buf = io.StringIO()
-    print_summary(summary, _Console(file=buf, width=width, soft_wrap=not terminal, highlight=False,
+    print_summary(summary, make_console(file=buf, width=width, soft_wrap=not terminal, highlight=False,
                                     color_system=None))
     return buf.getvalue()
 
@@ -104,7 +105,7 @@ def test_a_table_that_fits_is_a_table_and_one_that_does_not_stacks():
         t.add_row(LONG, "1,333", "a long prose cell that may wrap at words")
         t.add_row("glm-5", "7", "")
         buf = io.StringIO()
-        _Console(file=buf, width=width, color_system=None).print(t)
+        make_console(file=buf, width=width, color_system=None).print(t)
         return buf.getvalue()
 
     wide = printed(200)

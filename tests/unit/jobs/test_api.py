@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from tests.support.records import write_jsonl
-from tests.unit.questions.test_queries import week_records
+from tests.support.week import week_records
 
 
 # ---------------------------------------------------------------------------

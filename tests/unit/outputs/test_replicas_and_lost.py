@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,9 +19,11 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
-from analyzer.outputs.report import make_report
+from analyzer.api import report as make_report
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 POD_A = "llm-proxy-7d4b9c6f-abcde"
 POD_B = "llm-proxy-7d4b9c6f-fghij"
@@ -83,8 +83,9 @@ def build_logs(root: Path) -> Path:
     return logs
 
 
-def cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True, **kw)
+def cli(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ if not os.environ.get("CI"):
 
 from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
-from analyzer.online import log_fields, run_ladder  # noqa: E402
+from analyzer.online import LadderSettings, log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
 from analyzer.questions.spark import local_session, question_frame, register_lake, run_question  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
@@ -53,7 +53,9 @@ from analyzer.store.db import connect  # noqa: E402
 from tests.support import litellm as L  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
-from tests.unit.questions.test_queries import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, _answer, _turn, week_records  # noqa: E402
+from tests.support.week import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, answer, turn, week_records  # noqa: E402
+
+pytestmark = pytest.mark.spark
 
 QUERIES = load_queries()
 RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
@@ -114,41 +116,41 @@ def _extra_records() -> list[dict]:
     """What the small week lacks, in the forms the proxy logs."""
     r: list[dict] = []
     # A logged class the rules disagree with (the proxy said empty-200-stop for a good answer).
-    disagree = log_fields(TOOLS_PAYLOAD, 200, _answer("Fine."))
+    disagree = log_fields(TOOLS_PAYLOAD, 200, answer("Fine."))
     disagree["incident_class"] = disagree["final_class"] = "empty-200-stop"
-    r += _turn("l0000001", 2 * DAY + 20, "s-l", resp=response_ok, content="Fine.", extra=disagree)
+    r += turn("l0000001", 2 * DAY + 20, "s-l", resp=response_ok, content="Fine.", extra=disagree)
     # A burst of 429s from one provider (rate_limit_bursts), two sessions.
     for i, minute in enumerate((2 * DAY + 30, 2 * DAY + 31.5, 2 * DAY + 33)):
-        r += _turn(f"m000000{i}", minute, f"s-m{i % 2}", resp=response_error,
+        r += turn(f"m000000{i}", minute, f"s-m{i % 2}", resp=response_error,
                    error='Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}')
     # Three failed calls of one provider and nothing else (provider_incidents), mixed-case crash texts.
     for i, text in enumerate(("vLLM ENGINECORE failed: Engine Loop Has Died at 0x7f3a2b",
                               "cuda Out Of Memory while allocating 2.50 GiB (request 9c1d2e3f-0a1b-4c5d-8e9f-001122334455)",
                               "Provider returned 503: upstream at 2026-11-18T09:10:11Z said NCCL Error 12")):
-        r += _turn(f"n000000{i}", 2 * DAY + 40 + i, f"s-n{i}", model="glm-4.6", client=None,
+        r += turn(f"n000000{i}", 2 * DAY + 40 + i, f"s-n{i}", model="glm-4.6", client=None,
                    req={"provider": "acme"}, resp=response_error, error=text, provider="acme")
     # Thinking turns that answered (thinking_points samples three of five).
     for i in range(5):
-        r += _turn(f"q000000{i}", 2 * DAY + 50 + i, "s-q", req={"enable_thinking": True}, resp=response_ok,
+        r += turn(f"q000000{i}", 2 * DAY + 50 + i, "s-q", req={"enable_thinking": True}, resp=response_ok,
                    content=f"Answer {i}.", reasoning="Let me see. " * (20 + 7 * i), completion_tokens=300 + 41 * i)
     # GLM as it fails today (reasoning_findings, thinking_budget_rung): an answer filed as
     # reasoning, a leak after thinking off, a leak the proxy repaired, budgets refused.
-    r += _turn("r0000001", 2 * DAY + 60, "s-r", req={"tool_results": [{"tool_call_id": "c1", "content": "rows"}]},
+    r += turn("r0000001", 2 * DAY + 60, "s-r", req={"tool_results": [{"tool_call_id": "c1", "content": "rows"}]},
                resp=response_ok, reasoning="Texas holds 61,883 acres.", completion_tokens=9)
-    r += _turn("r0000002", 2 * DAY + 61, "s-r2", req={"enable_thinking": False}, resp=response_ok,
+    r += turn("r0000002", 2 * DAY + 61, "s-r2", req={"enable_thinking": False}, resp=response_ok,
                content="Plan the query.</think>Done.")
     leaked = run_ladder({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
-                        lambda p: (200, {}, _answer("Simple.</think>4")))
-    r += _turn("r0000003", 2 * DAY + 62, "s-r3", resp=response_ok, content="4", reasoning="Simple.",
+                        lambda p: (200, {}, answer("Simple.</think>4")))
+    r += turn("r0000003", 2 * DAY + 62, "s-r3", resp=response_ok, content="4", reasoning="Simple.",
                extra=log_fields({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
                                 leaked.status, leaked.body, leaked))
     payload = {**TOOLS_PAYLOAD, "max_tokens": 4096}
     refusal = json.dumps({"object": "error", "code": 400, "message": NO_PARSER}).encode()
-    budget = run_ladder(payload, _scripted([(200, {}, _answer("", "length", 4096)), (400, {}, refusal),
-                                            (200, {}, _answer("Fine."))]), length_recovery=True)
-    r += _turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
+    budget = run_ladder(payload, _scripted([(200, {}, answer("", "length", 4096)), (400, {}, refusal),
+                                            (200, {}, answer("Fine."))]), LadderSettings(length_recovery=True))
+    r += turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
                extra=log_fields(payload, budget.status, budget.body, budget))
-    r += _turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
+    r += turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
                error=f"Provider returned 400: {refusal.decode()}")
     return r
 

@@ -1,186 +1,37 @@
-"""Everything ``analyze`` prints for a person: the summary's tables, the on-call block,
-the replay, forget and export reports, warnings on stderr, JSON, progress bars.
-
-The command layer (:mod:`analyzer.cli`) calls the library for data and hands
-it here. Log text is untrusted: every string from the data goes through
-:mod:`analyzer.core.safetext` (credentials redacted, control characters escaped) or
-:func:`shown_text` (already-redacted text: controls escaped), and is never read
-as rich markup.
-"""
+"""``analyze FILES...``: the summary for a person (tables on a terminal, the same laid out
+for a wide page into a pipe), or as JSON; and its on-call block."""
 
 from __future__ import annotations
 
-import json
 import sys
-from contextlib import contextmanager
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
+from analyzer.cli.terminal import (Table, escape, make_console, on_terminal, pct, print_json, safe_text,
+                                   shown_text)
+from analyzer.cli.terminal import safe_markup as _t
 from analyzer.core.focus import is_glm
-from analyzer.core.isotime import iso_utc
 from analyzer.core.paths import shown_path
-from analyzer.core.safetext import printable, terminal_text
+from analyzer.core.safetext import terminal_text
 from analyzer.core.scrub import scrub_strings
-from analyzer.jobs.replay import NOT_RECOVERED
-from analyzer.online.ladder import NOT_TRIGGERED
 from analyzer.store.holdings import describe_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
-    from rich.table import Table as RichTable
-
-    from analyzer.ingestion.logs import IngestReport
-    from analyzer.jobs.forget import ForgetReport
-    from analyzer.jobs.replay import ReplayPlan, ReplayReport
-    from analyzer.outputs.export import ExportReport
-    from analyzer.outputs.lake import LakeReport
-
-
-def _t(value: Any) -> str:
-    """Log text for a rich string: credentials redacted, controls escaped, never read as markup."""
-    return escape(terminal_text(value))
-
-
-# rich is imported when something is drawn, not with this module: JSON on stdout and
-# the lines on stderr need none of it, and a re-run that finds nothing new
-# (`analyze s3/ --db X --json`) should not wait for it.
-
-
-def escape(text: str) -> str:
-    """rich's markup escape: log and metric text is untrusted, never read it as markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
-def Table(*args: Any, **kwargs: Any) -> "RichTable":  # noqa: N802 - stands for rich's class
-    """A rich ``Table`` (rich imported on first use) that stacks when it does not fit.
-
-    The table is laid out by rich for the width it gets (cells wrap at words); when
-    that layout would be wider than the width, or would cut a header or cell with an
-    ellipsis, the table is printed row by row instead (the first cell, then each other
-    column's header and cell on the same line), so a class, model, pod or rung name is
-    never cut to fit. Mark the columns that hold names ``no_wrap=True``.
-    """
-    return _stacking_table_class()(*args, **kwargs)
-
-
-@lru_cache(maxsize=None)
-def _stacking_table_class() -> type:
-    from rich.segment import Segment
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    class StackingTable(RichTable):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.cells: list[tuple[Any, ...]] = []
-            self._as_laid_out = False
-
-        def add_row(self, *cells: Any, **kwargs: Any) -> None:
-            self.cells.append(cells)
-            super().add_row(*cells, **kwargs)
-
-        def fits(self, console: Any, options: Any) -> bool:
-            """Whether rich's layout at this width keeps every line inside it and cuts no word.
-
-            Rendered once and looked at (public rich API): rich may squeeze a column
-            below its longest word and end it with "…" or fold it across lines, or run
-            past the width.
-            """
-            self._as_laid_out = True
-            try:
-                lines = list(Segment.split_lines(console.render(self, options)))
-            finally:
-                self._as_laid_out = False
-            if any(Segment.get_line_length(line) > options.max_width for line in lines):
-                return False
-            source = [_as_text(c).plain for c in [*(c.header for c in self.columns), *(c for r in self.cells for c in r)]
-                      if c is not None]
-            rendered = "\n".join("".join(seg.text for seg in line) for line in lines)
-            if rendered.count("…") > sum(text.count("…") for text in source):
-                return False
-            # every word whole: rich folds a word wider than its column across lines
-            return all(word in rendered for text in source for word in text.split())
-
-        def __rich_console__(self, console: Any, options: Any) -> Any:
-            if self._as_laid_out:
-                yield from super().__rich_console__(console, options)
-                return
-            # The title is a sentence: printed as one (unbroken into a pipe), not wrapped at the table's width.
-            title, self.title = self.title, None
-            try:
-                if title:
-                    yield _as_text(title)
-                if self.fits(console, options):
-                    yield from super().__rich_console__(console, options)
-                    return
-            finally:
-                self.title = title
-            yield from self.stacked(console, options)
-
-        def stacked(self, console: Any, options: Any) -> Any:
-            """Each row as its first cell, then ``header cell; header cell ...`` beside it,
-            wrapped under itself (a hanging indent) when the first cells are short enough."""
-            headers = [str(c.header) for c in self.columns]
-            firsts = [_as_text(row[0]) for row in self.cells]
-            rests = []
-            for row in self.cells:
-                rest = Text()
-                for i, (header, cell) in enumerate((h, c) for h, c in zip(headers[1:], row[1:]) if c not in (None, "")):
-                    rest += Text("; " if i else "") + Text(f"{header} ") + _as_text(cell)
-                rests.append(rest)
-            if max((t.cell_len for t in firsts), default=0) + 4 <= options.max_width // 2:
-                grid = RichTable.grid(padding=(0, 0, 0, 2))
-                grid.add_column(no_wrap=True)
-                grid.add_column()
-                for first, rest in zip(firsts, rests):
-                    grid.add_row(Text("  ") + first, rest)
-                yield grid
-                return
-            for first, rest in zip(firsts, rests):
-                yield Text("  ") + first + Text(": ") + rest
-
-    def _as_text(cell: Any) -> Text:
-        # Strings here are rich markup the printer escaped already; Text objects are plain.
-        return cell if isinstance(cell, Text) else Text.from_markup("" if cell is None else str(cell))
-
-    return StackingTable
-
-
-def _Console(**kwargs: Any) -> "Console":  # noqa: N802 - stands for the class it makes
-    """A rich console that reports a closed pipe as ``BrokenPipeError``.
-
-    Rich's own handling exits with 1; the command line ends a closed pipe
-    (``analyze ... | head -1``) quietly with 0.
-    """
-    return _console_class()(**kwargs)
-
-
-@lru_cache(maxsize=None)
-def _console_class() -> type:
-    from rich.console import Console
-
-    class PipeAwareConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError()
-
-    return PipeAwareConsole
-
-
-def _on_terminal() -> bool:
-    import sys
-
-    return sys.stdout.isatty()
-
-
-def _pct(rate: float) -> str:
-    return f"{rate * 100:.1f}%"
 
 
 #: The summary's width into a pipe or a file (rich's default there is 80 columns).
 PIPED_WIDTH = 140
+
+
+def show_summary(summary: dict[str, Any], json_out: bool) -> None:
+    """Print the summary on stdout: JSON with ``json_out``; else tables for this terminal, or
+    laid out for a wide page into a pipe or a file (:func:`summary_text`)."""
+    if json_out:
+        print_json(summary)
+    elif on_terminal():
+        print_summary(summary)
+    else:
+        sys.stdout.write(summary_text(summary))
 
 
 def summary_text(summary: dict[str, Any]) -> str:
@@ -191,7 +42,7 @@ def summary_text(summary: dict[str, Any]) -> str:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
 
     buf = Capture()
-    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=True, width=PIPED_WIDTH))
+    print_summary(summary, make_console(file=buf, highlight=False, soft_wrap=True, width=PIPED_WIDTH))
     # rich pads a left-justified table title to the table's width: into a file, the
     # padding is only trailing blanks (which diffs and editors flag).
     return "\n".join(line.rstrip(" ") for line in buf.getvalue().split("\n"))
@@ -203,8 +54,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     summary = scrub_strings(summary)
     # Into a pipe or a file every sentence stays on one line (grep finds it); tables are
     # laid out for a page PIPED_WIDTH wide. On a terminal rich wraps prose at words.
-    terminal = _on_terminal()
-    out = console or _Console(highlight=False, soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
+    terminal = on_terminal()
+    out = console or make_console(highlight=False, soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
     verdict = summary.get("verdict") or {}
@@ -248,7 +99,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         "(tool-history-5xx, and empty-200-stop or answer-in-reasoning with tool history); "
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )
-    out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
+    out.print(f"{inf['turns']:,} turns ({pct(inf['share'])}) are classified on inferred evidence")
     logged = summary.get("logged_classes") or {}
     if logged.get("turns"):
         pairs = ", ".join(f"logged {_t(d['logged_class'])} / derived {_t(d['derived_class'])} {d['turns']:,}"
@@ -287,27 +138,6 @@ def print_next(section: dict[str, Any] | None, out: Console) -> None:
         out.print(f"  {_t(c['command']).ljust(width)}  {_t(c['does'])}")
 
 
-def shown_text(text: Any, limit: int | None = None) -> str:
-    """Text for the terminal that needs no redaction (already redacted, or a path): control
-    characters shown escaped (:func:`analyzer.core.safetext.printable`), None as ``-``, cut to
-    ``limit`` characters with ``…``.
-
-    Escape sequences (``\\x1b]0;...``), carriage returns, bidirectional overrides
-    and zero-width characters are written out visibly, so a model name or error
-    text can neither retitle the window nor rewrite what was printed before it.
-    The caller still escapes rich markup (or prints it as a rich ``Text``).
-    """
-    if text is None:
-        return "-"
-    s = printable(text)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
-
-
-def safe_text(value: Any, limit: int | None = None) -> str:
-    """Log text (a path, a reason, a pod name) for a rich string: :func:`shown_text`, markup escaped."""
-    return escape(shown_text(value, limit))
 
 
 #: Skipped files listed one by one; the rest are counted.
@@ -354,7 +184,7 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
             t.add_column(col, justify="left" if col == "replica" else "right", no_wrap=col == "replica")
         for r in replicas:
             t.add_row(safe_text(r["proxy_pod"]) if r["proxy_pod"] is not None else "(not said)",
-                      f"{r['turns']:,}", f"{r['failed']:,}", _pct(r["failure_rate"]),
+                      f"{r['turns']:,}", f"{r['failed']:,}", pct(r["failure_rate"]),
                       f"{r['slow_warnings']:,}", f"{r['lost_records']:,}")
         out.print(t)
 
@@ -381,7 +211,7 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
                   "a retry may get an answer, the lasting fix is the deployment's reasoning parser")
     out.print(
         f"  tool sessions: {s['tool_sessions']:,}; affected by an eligible failure: {s['sessions_affected']:,} "
-        f"({_pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
+        f"({pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
         f"of which to eligible failures {s['sessions_lost_to_eligible']:,}"
         + (f", {s['turns_per_lost_session']} turns per lost session" if s["turns_per_lost_session"] else "")
     )
@@ -448,8 +278,8 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
         t.add_row(
             _t(r["trigger"]), _t(r["rung"]), f"{r['reached']:,}", f"{r['recovered']:,}",
             *((f"{r.get('refused', 0):,}",) if refused else ()),
-            f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
-            f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
+            f"{pct(r['conditional_rate'])} [{pct(ci[0])}–{pct(ci[1])}]" if ci else "-",
+            f"{pct(r['cumulative_rate'])} [{pct(cc[0])}–{pct(cc[1])}]" if cc else "-",
         )
     return t
 
@@ -473,8 +303,8 @@ def _class_table(summary: dict[str, Any]) -> Table:
         cells = []
         for name, ms in groups:
             n = sum(m["classes"].get(cls, {}).get("count", 0) for m in ms)
-            cells.append(f"{n:,} · {_pct(n / totals[name])}" if n else "-")
-        t.add_row(cls, *cells, f"{total['count']:,} · {_pct(total['rate'])}")
+            cells.append(f"{n:,} · {pct(n / totals[name])}" if n else "-")
+        t.add_row(cls, *cells, f"{total['count']:,} · {pct(total['rate'])}")
     return t
 
 
@@ -663,176 +493,3 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
             pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
             t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"])), Text(tt(g["main_class"])))
         out.print(t)
-
-
-# ---------------------------------------------------------------------------
-# Lines on stderr, JSON on stdout, progress
-
-
-def json_text(doc: Any) -> str:
-    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end;
-    every string scrubbed of credentials (:func:`analyzer.core.scrub.scrub_strings`)."""
-    return json.dumps(scrub_strings(doc), indent=2, default=str) + "\n"
-
-
-def print_json(doc: Any) -> None:
-    """``--json``: the document on stdout (:func:`json_text`)."""
-    sys.stdout.write(json_text(doc))
-
-
-def warn(text: str) -> None:
-    """``analyze: warning: TEXT`` on stderr; ``text`` is log text (pod names, paths), shown safe."""
-    print(f"analyze: warning: {terminal_text(text)}", file=sys.stderr)
-
-
-def print_ingest_diagnostics(report: "IngestReport") -> None:
-    """The files an ingest skipped and its notes, one line each on stderr."""
-    for s in report.skipped_files:
-        print(f"analyze: warning: skipped {terminal_text(s['path'])}: {terminal_text(s['reason'])}", file=sys.stderr)
-    for n in report.notes:
-        print(f"analyze: note: {terminal_text(n['path'])}: {terminal_text(n['note'])}", file=sys.stderr)
-
-
-@contextmanager
-def byte_progress(description: str, enabled: bool) -> Iterator:
-    """A rich progress bar over bytes on stderr, or a no-op when not on a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-# ---------------------------------------------------------------------------
-# `analyze export`, `analyze forget`
-
-
-def print_export_report(report: "ExportReport") -> None:
-    """One line: how many turns went into how many day partitions, and where."""
-    removed = f", removed {len(report.removed_days)} stale day(s)" if report.removed_days else ""
-    span = f" ({report.days[0]} .. {report.days[-1]})" if report.days else ""
-    print(f"exported {report.rows:,} turns in {len(report.days)} day partition(s){span} to {report.path}{removed}")
-
-
-def print_lake_report(report: "LakeReport") -> None:
-    """One line: how many rows of how many relations went into the lake, and where."""
-    removed = f", removed {safe_text(', '.join(report.removed))}" if report.removed else ""
-    print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
-          f"to {safe_text(report.path)}{removed}")
-
-
-def print_forget_report(report: "ForgetReport") -> None:
-    """What ``forget`` removed (or would), what it read again and re-derived."""
-    verb = "would forget" if report.dry_run else "forgot"
-    if report.resumed:
-        print(f"{'would finish' if report.dry_run else 'finished'} an interrupted forget of "
-              f"{len(report.resumed):,} file(s)")
-    print(f"{verb} {len(report.files):,} file(s): {report.records:,} records, {report.quarantined:,} quarantined lines"
-          + (f", {report.replay_attempts:,} replay attempts" if report.replay_attempts else "")
-          + (f", {report.metric_samples:,} metric samples from {len(report.metric_sources)} source(s)"
-             if report.metric_sources else ""))
-    for p in report.files[:10]:
-        print(f"  {terminal_text(p)}")
-    if len(report.files) > 10:
-        print(f"  ... and {len(report.files) - 10} more")
-    if report.kept_straddling:
-        print(f"kept {report.kept_straddling} file(s) with records on both sides of the range")
-    if report.reread:
-        print(f"read again {len(report.reread)} file(s) that held copies of forgotten records")
-    if report.reread_missing:
-        print(f"note: {len(report.reread_missing)} file(s) that held copies are gone from disk; "
-              "their copies are not in the database", file=sys.stderr)
-    if report.windows_recomputed:
-        print("pod windows recomputed with the stored wedge window; classification up to date")
-
-
-# ---------------------------------------------------------------------------
-# `analyze replay`
-
-
-def _say(text: str = "") -> None:
-    """Print a line of the replay's text report: request ids, model names and skip reasons are
-    log text, shown scrubbed and escaped."""
-    print(terminal_text(text))
-
-
-def _turn_time(ts: Any) -> str:
-    return iso_utc(ts, "microseconds")
-
-
-def print_replay_header(plan: "ReplayPlan", endpoint: str | None, *, dry: bool) -> None:
-    """What will be replayed (or would be), the rungs, and what was skipped or cannot be recovered."""
-    which = "GLM models" if not plan.models else ", ".join(plan.models)
-    n = len(plan.turns)
-    if dry:
-        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
-             + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
-    else:
-        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
-    _say(f"ladder rungs: {', '.join(plan.rungs)}")
-    if plan.not_captured:
-        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
-    for s in plan.skipped:
-        _say(f"skipped {s.request_id} {_turn_time(s.ts)}: {s.reason}")
-    if not n:
-        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
-             + ("" if not plan.models else " for these models"))
-        return
-    stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
-    if stand_ins:
-        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
-             "(definitions are not logged; pass --tools FILE for the real ones)")
-    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
-
-
-def print_replay_dry_run(plan: "ReplayPlan", doc: dict[str, Any]) -> None:
-    """The dry run: per turn, what each rung would send (messages, tools, max_tokens, bytes)."""
-    print_replay_header(plan, doc["endpoint"], dry=True)
-    for t, d in zip(plan.turns, doc["turns"]):
-        _say()
-        _say(f"{t.request_id} {_turn_time(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
-             f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
-        for note in t.notes:
-            _say(f"  note: {note}")
-        for p in d["payloads"]:
-            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
-                 f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
-
-
-def print_replay_report(report: "ReplayReport") -> None:
-    """The replay: per turn its outcome and attempts, recovery per rung, and what was stored."""
-    print_replay_header(report.plan, report.endpoint, dry=False)
-    _say()
-    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
-         f"{'recovered at':<17} attempts")
-    for o in report.outcomes:
-        _say(f"{o.turn.request_id:<10} {_turn_time(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
-             f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
-    rows = report.per_rung()
-    if rows:
-        _say()
-        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
-        for r in rows:
-            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
-    counts: dict[str, int] = {}
-    for o in report.outcomes:
-        counts[o.outcome] = counts.get(o.outcome, 0) + 1
-    _say()
-    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if counts.get(NOT_TRIGGERED):
-        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
-             "they count in no recovery rate")
-    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
-         "(ladder_attempts / ladder_summary rows with source = 'replay')")
-    sys.stdout.flush()
