@@ -26,7 +26,8 @@ back from LiteLLM's logs like a proxy's log fields (analyzer.io.litellm_records)
 
 Operators who need other settings (a served name's GLM generation, the length
 rungs, a tighter deadline) make their own instance in a module of theirs and
-name it in ``custom_handler``: ``ladder = LadderLLM(templates={"glm-5": "glm-5.3"})``.
+name it in ``custom_handler``:
+``ladder = LadderLLM(LadderSettings(templates={"glm-5": "glm-5.3"}))``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -43,15 +44,16 @@ from litellm.types.utils import GenericStreamingChunk, ModelResponse
 
 from analyzer.online import (
     DEFAULT_CALLER_DEADLINE_S,
-    LADDER_MODELS,
     ClientRequestError,
     LadderResult,
+    LadderSettings,
     arun_ladder,
     log_fields,
     normalize_thinking,
     run_ladder,
     validate_thinking_budget,
 )
+from analyzer.online.ladder import DEFAULT_SETTINGS
 
 #: Where the log fields go in LiteLLM's logging payload: a key of
 #: ``metadata.spend_logs_metadata`` (the one free-form object LiteLLM copies into
@@ -67,29 +69,23 @@ class LadderLLM(CustomLLM):
     """LiteLLM's custom provider that sends each call through :mod:`analyzer.online`'s ladder.
 
     Args:
-        templates: the operator's word on which GLM generation a served name runs
-            (``{"glm-5": "glm-5.3"}``), for the normalizer and the ladder.
-        flatten, length_recovery, max_attempts, time_budget_s, answer_reserve,
-            models: the ladder's options (:func:`analyzer.online.run_ladder`).
+        settings: how the ladder runs (:class:`analyzer.online.LadderSettings`, made
+            and checked once, as a proxy makes it at its start); its ``templates``
+            (which GLM generation a served name runs) and ``answer_reserve`` serve
+            the normalizer too.
         clear_thinking: the normalizer's option for shorter prompts.
         caller_deadline_s: the callers' deadline: no rung starts with less than a
             second of it left, and an answer after it is ``late-200``.
     """
 
-    def __init__(self, *, templates: Mapping[str, str] | None = None, flatten: bool = False,
-                 length_recovery: bool = False, max_attempts: int | None = None, time_budget_s: float = 120.0,
-                 answer_reserve: int = 256, models: Iterable[str] | None = LADDER_MODELS,
-                 clear_thinking: bool = False, caller_deadline_s: float = DEFAULT_CALLER_DEADLINE_S) -> None:
+    def __init__(self, settings: LadderSettings = DEFAULT_SETTINGS, *, clear_thinking: bool = False,
+                 caller_deadline_s: float = DEFAULT_CALLER_DEADLINE_S) -> None:
         super().__init__()
-        self.templates = dict(templates) if templates else None
+        if not isinstance(settings, LadderSettings):
+            raise TypeError(f"settings must be an analyzer.online.LadderSettings, got {type(settings).__name__}")
+        self.settings = settings
         self.clear_thinking = clear_thinking
         self.caller_deadline_s = caller_deadline_s
-        self.answer_reserve = answer_reserve
-        self.ladder_options = {"flatten": flatten, "length_recovery": length_recovery,
-                               "max_attempts": max_attempts, "time_budget_s": time_budget_s,
-                               "answer_reserve": answer_reserve,
-                               "models": tuple(models) if models is not None else None,
-                               "templates": self.templates}
 
     # -- LiteLLM's entry points ----------------------------------------------
 
@@ -114,8 +110,8 @@ class LadderLLM(CustomLLM):
                 return r.status_code, r.headers, r.content
 
             try:
-                ladder = run_ladder(payload, send, deadline=time.monotonic() + self.caller_deadline_s,
-                                    **self.ladder_options)
+                ladder = run_ladder(payload, send, self.settings,
+                                    deadline=self.settings.clock() + self.caller_deadline_s)
             except httpx.HTTPError as exc:
                 raise self._transport_failed(payload, exc, logging_obj, start) from exc
         return _model_response(self._passed_on(payload, ladder, logging_obj, start))
@@ -140,7 +136,7 @@ class LadderLLM(CustomLLM):
     # -- the three calls of analyzer/online/README.md -------------------------
 
     async def _aladder(self, model, messages, api_base, api_key, logging_obj, optional_params, timeout) -> dict:
-        start = time.time()  # the wall clock, for latency_ms; the ladder's deadline is on the monotonic one
+        start = time.time()  # the wall clock, for latency_ms; the ladder's deadline is on settings.clock
         payload, enabled = _prepared(model, messages, optional_params)
         payload = self._normalized(payload, model, enabled, logging_obj, start)
         url, auth = _endpoint(api_base, api_key)
@@ -150,8 +146,8 @@ class LadderLLM(CustomLLM):
                 return r.status_code, r.headers, r.content
 
             try:
-                ladder = await arun_ladder(payload, send, deadline=time.monotonic() + self.caller_deadline_s,
-                                           **self.ladder_options)
+                ladder = await arun_ladder(payload, send, self.settings,
+                                           deadline=self.settings.clock() + self.caller_deadline_s)
             except asyncio.CancelledError as exc:  # the client hung up: logged, then LiteLLM's to handle
                 ms = int((time.time() - start) * 1000)
                 _attach(logging_obj, log_fields(payload, None, None, error=exc, latency_ms=ms,
@@ -165,9 +161,9 @@ class LadderLLM(CustomLLM):
         """The payload with the thinking keys of the model's template, its budget checked; a 400 if refused."""
         try:
             payload = normalize_thinking(payload, model, enabled, clear_thinking=self.clear_thinking,
-                                         templates=self.templates)
+                                         templates=self.settings.templates)
             validate_thinking_budget(payload.get("thinking_token_budget"), payload.get("max_tokens"),
-                                     self.answer_reserve)
+                                     self.settings.answer_reserve)
         except ClientRequestError as exc:  # the client's junk: refused before any upstream call
             ms = int((time.time() - start) * 1000)
             _attach(logging_obj, log_fields(payload, None, None, error=exc, latency_ms=ms,

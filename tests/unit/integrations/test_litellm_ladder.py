@@ -12,6 +12,7 @@ Skipped without litellm only when ``CI`` is not set; under CI that is a failure.
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -24,6 +25,7 @@ import litellm  # noqa: E402
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
 
 from analyzer.integrations.litellm_ladder import LOG_FIELDS_KEY, LadderLLM  # noqa: E402
+from analyzer.online import LadderSettings  # noqa: E402
 from tests.support.litellm import TOOL_HISTORY, TOOLS  # noqa: E402
 from tests.support.repo import REPO  # noqa: E402
 from tests.support.upstream import (  # noqa: E402
@@ -172,8 +174,15 @@ def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite):
 
 def test_the_docs_own_ladder_with_other_settings():
     """docs/integrations/litellm.md's my_ladder.py: the options reach the ladder and the normalizer."""
-    ladder = LadderLLM(templates={"glm-5": "glm-5.3"}, length_recovery=True, caller_deadline_s=120)
-    assert ladder.templates == {"glm-5": "glm-5.3"} and ladder.caller_deadline_s == 120
-    assert ladder.ladder_options["length_recovery"] is True and ladder.ladder_options["templates"] == ladder.templates
     page = (REPO / "docs" / "integrations" / "litellm.md").read_text(encoding="utf-8")
-    assert 'ladder = LadderLLM(templates={"glm-5": "glm-5.3"}, length_recovery=True, caller_deadline_s=120)' in page
+    listing = re.search(r"^```text\n(# my_ladder\.py.*?)^```", page, re.M | re.S)
+    assert listing, "docs/integrations/litellm.md lost its my_ladder.py"
+    module: dict = {}
+    exec(listing.group(1), module)  # the module as the page writes it
+    ladder = module["ladder"]
+    assert isinstance(ladder, LadderLLM) and ladder.settings.templates == {"glm-5": "glm-5.3"} and ladder.settings.length_recovery is True
+    assert ladder.caller_deadline_s == 120
+    with pytest.raises(ValueError, match="time_budget_s"):  # checked when made, not on a call
+        LadderLLM(LadderSettings(time_budget_s=0))
+    with pytest.raises(TypeError, match="LadderSettings"):  # the old keywords are not taken silently
+        LadderLLM({"length_recovery": True})
