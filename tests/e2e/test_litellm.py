@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
 import sys
 from collections import Counter
 from types import SimpleNamespace
@@ -40,6 +39,7 @@ from moto.server import ThreadedMotoServer  # noqa: E402
 
 from analyzer.io.litellm_records import LOG_FIELDS_KEY  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
+from tests.support.cli import analyze  # noqa: E402
 from tests.support.litellm import LiteLLMProxy, free_port  # noqa: E402
 from tests.support.upstream import FaultyUpstream  # noqa: E402
 from tools.litellm_week import (  # noqa: E402
@@ -52,6 +52,8 @@ from tools.litellm_week import (  # noqa: E402
     rungs_received,
     wait_for_objects,
 )
+
+pytestmark = pytest.mark.slow  # starts a LiteLLM proxy (about ten seconds) and drives the week through it
 
 ACCESS_KEY = "AKIALITELLMTEST0001"
 SECRET_KEY = "never-print-this-" + secrets.token_hex(12)
@@ -90,8 +92,7 @@ def week(tmp_path_factory):
                     "AWS_CONFIG_FILE": str(tmp / "no-config"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "no-creds"),
                     "AWS_EC2_METADATA_DISABLED": "true", "ANALYZER_S3_CACHE": str(tmp / "cache")})
         db = tmp / "litellm.duckdb"
-        p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", f"s3://{BUCKET}/{PREFIX}/", "--db", str(db),
-                            "--json"], capture_output=True, text=True, env=env, timeout=300)
+        p = analyze(f"s3://{BUCKET}/{PREFIX}/", "--db", db, "--json", env=env)
         payloads = [json.loads(s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()) for k in keys]
     finally:
         moto.stop()
@@ -132,8 +133,7 @@ def test_every_scripted_turn_is_in_its_scripted_class(week):
 def test_the_fallbacks_first_attempt_is_kept_beside_its_turn(week):
     """LiteLLM logged the failed first attempt and the fallback's answer: one ok turn, the attempt listed."""
     fallback = [d for d in week.driven if d.call.name == "fallback"][0]
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "gateway_attempts", "--db", str(week.db),
-                        "--format", "json"], capture_output=True, text=True, timeout=120)
+    p = analyze("sql", "gateway_attempts", "--db", week.db, "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert [(r["request_id"], r["attempts"], r["first_error"], r["incident_class"]) for r in rows] == \
@@ -190,8 +190,7 @@ def test_per_rung_figures_from_litellms_logs_equal_what_the_upstream_received(we
                           "FROM ladder_attempts GROUP BY rung")
     assert {rung: n for rung, n, _, _ in rows} == received
     # the sizing question, as a user asks it
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "sizing_ladder_rungs", "--db",
-                        str(week.db), "--format", "json"], capture_output=True, text=True, timeout=120)
+    p = analyze("sql", "sizing_ladder_rungs", "--db", week.db, "--format", "json")
     assert p.returncode == 0, p.stderr
     per_rung: Counter = Counter()
     recovered: Counter = Counter()

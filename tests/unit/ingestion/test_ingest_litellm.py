@@ -151,6 +151,7 @@ def test_payloads_on_standard_input_gzip_included(tmp_path):
     payloads, truth = _week()
     data = gzip.compress("".join(json.dumps(p) + "\n" for p in payloads).encode())
     db = tmp_path / "a.duckdb"
+    # a process: stdin's bytes are under test (tests.support.cli.analyze takes text)
     p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "-", "--db", str(db), "--json"], input=data,
                        capture_output=True, timeout=120)
     assert p.returncode == 0, p.stderr.decode()
