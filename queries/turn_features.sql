@@ -17,12 +17,19 @@
 -- analyzer.online.has_leaked_think_block); a
 -- response with no error and no has_* fields is a 200 with no usable answer;
 -- `late` compares the latency with the caller deadline in `settings`.
+-- A gateway's call (records.gateway: LiteLLM's payloads) is one turn however many
+-- attempts it logged: its retries and fallbacks share its call id, so the turn is
+-- the call's first request and its last response (the answer the client got); the
+-- earlier responses are attempts, not turns of their own.
 -- req and resp are read three and four times: NOT MATERIALIZED scans `records`
 -- each time (a columnar scan with the type filter pushed down) instead of copying
 -- half its rows into a buffer that spilled to disk (measured on a week: 400 MB
 -- spilled at a 640 MB bound, against 110 MB).
 WITH req AS NOT MATERIALIZED (
-    SELECT * FROM records WHERE type = 'request'
+    SELECT * FROM records WHERE type = 'request' AND gateway IS NULL
+    UNION ALL
+    SELECT * FROM records WHERE type = 'request' AND gateway IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY request_id, session_id ORDER BY ts, file_id, line_no) = 1
 ),
 resp AS NOT MATERIALIZED (
     SELECT * REPLACE (
@@ -45,13 +52,14 @@ resp AS NOT MATERIALIZED (
 matched AS (
     -- The response each request pairs with: narrow, then joined back below.
     -- (A hash join and a min: ids rarely repeat, so this beats an ASOF join's sort.)
-    SELECT q.request_id, q.session_id, q.ts, min(p.ts) AS response_ts
+    SELECT q.request_id, q.session_id, q.ts,
+           CASE WHEN q.gateway IS NULL THEN min(p.ts) ELSE max(p.ts) END AS response_ts
     FROM req q
     JOIN resp p
       ON p.request_id = q.request_id
      AND coalesce(p.session_id, '') = coalesce(q.session_id, '')
      AND p.ts >= q.ts AND p.ts <= q.ts + INTERVAL 1 HOUR
-    GROUP BY q.request_id, q.session_id, q.ts
+    GROUP BY q.request_id, q.session_id, q.ts, q.gateway
 ),
 paired AS (
     SELECT q.ts, q.request_id, q.session_id, q.model, q.provider, q.origin, q.client,
@@ -91,7 +99,9 @@ orphans AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM matched x
         WHERE x.request_id = p.request_id AND x.session_id IS NOT DISTINCT FROM p.session_id
-          AND x.response_ts = p.ts)
+          AND (x.response_ts = p.ts
+               -- an earlier attempt of a gateway's call: part of the call's turn
+               OR (p.gateway IS NOT NULL AND p.ts >= x.ts AND p.ts <= x.response_ts)))
 ),
 turns0 AS (
     SELECT * FROM paired

@@ -48,7 +48,18 @@ from analyzer.core.interrupt import track
 from analyzer.io.batch_lines import LineBatch, batch_schema, chunk_pod
 from analyzer.io.input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from analyzer.io.linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
-from analyzer.io.sources import JSONL, KUBECTL, PARQUET, STDIN, Discovered, FormError, SourceFile, discover_inputs
+from analyzer.io.litellm_records import SetAside, map_block, mapped_pieces
+from analyzer.io.sources import (
+    JSONL,
+    KUBECTL,
+    LITELLM,
+    PARQUET,
+    STDIN,
+    Discovered,
+    FormError,
+    SourceFile,
+    discover_inputs,
+)
 from analyzer.store import record_sql as sql
 from analyzer.store.asking import ask
 from analyzer.store.db import (
@@ -248,6 +259,7 @@ class _Sealed:
     long_lines: list
     done: int = 0  # input bytes read when it was cut (for the progress callback)
     nbytes: int = 0  # its lines' bytes
+    input_lines: int = 0  # the input lines its lines stand for
     future: object = None
 
 
@@ -302,7 +314,7 @@ class _Ingest:
     def _small(t: _Todo) -> bool:
         """A file read whole with others (:func:`whole_files`): small, plain text, newline-separated, from its start."""
         f = t.source
-        return (f.form in (JSONL, KUBECTL) and not f.compressed and f.separator == b"\n"
+        return (f.form in (JSONL, KUBECTL, LITELLM) and not f.compressed and f.separator == b"\n"
                 and not t.resume_bytes and f.size <= _SMALL_FILE)
 
     def _new_state(self, todo: _Todo) -> _FileState:
@@ -324,7 +336,12 @@ class _Ingest:
             if not state.registered:
                 self.done += f.size  # nothing read: not registered, so the next run tries again
                 return
-        if w.block is not None:
+        if w.block is not None and f.form == LITELLM:  # a LiteLLM payload per line: its two records
+            block, aside = map_block(w.block)
+            self._add(state, block, False, None)
+            for a in aside:
+                self._set_aside(state, a)
+        elif w.block is not None:
             self._add(state, w.block, KUBECTL in (f.form, f.text_form), chunk_pod(f.path) if f.form == JSONL else None)
         state.complete = True
         self.batch.touch(state)
@@ -352,11 +369,15 @@ class _Ingest:
             pieces = prefetch(text_pieces(todo, disk, block=_READ_BLOCK))
         else:
             pieces = text_pieces(todo, disk, block=_READ_BLOCK)
+        if LITELLM in (f.form, f.text_form):  # a LiteLLM payload per line: its two records
+            pieces = mapped_pieces(pieces)
         start_done = self.done
         try:
             for piece in pieces:
                 if isinstance(piece, LongLine):
                     self._long_line(state, piece)
+                elif isinstance(piece, SetAside):
+                    self._set_aside(state, piece)
                 else:
                     self._add(state, piece, stdout, pod)
                 self.done = start_done + min(disk[0], f.size or disk[0])
@@ -388,7 +409,7 @@ class _Ingest:
     def _take(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         self.batch.add(state, piece, stdout, pod)
         state.bytes_done = piece.end_offset
-        state.lines_done = piece.first_line + len(piece.lines) - 1
+        state.lines_done = piece.last_line
 
     def _new_id(self, todo: _Todo) -> int:
         if todo.new_id is None:
@@ -405,6 +426,15 @@ class _Ingest:
         self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, reason, head))
         state.bytes_done = piece.end_offset
         state.lines_done = piece.line_no
+        self.batch.touch(state)
+
+    def _set_aside(self, state: _FileState, piece: SetAside) -> None:
+        """A LiteLLM line that holds no record (its block already counted it as read): quarantined."""
+        if self.strict:
+            raise InputError(f"{state.todo.source.path}:{piece.line_no}: {piece.reason} (--strict)",
+                             ExitCode.BAD_INPUT)
+        self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, piece.reason,
+                                      piece.head))
         self.batch.touch(state)
 
     def _skip(self, f: SourceFile, reason: str, state: _FileState | None = None) -> None:
@@ -444,6 +474,7 @@ class _Ingest:
             registry=self._registry_rows(batch),
             long_lines=batch.long_lines,
             done=self.done,
+            input_lines=batch.input_lines,
             nbytes=batch.nbytes,
         )
         sealed.future = self._pool().submit(self._store, sealed)
@@ -552,7 +583,7 @@ class _Ingest:
         finally:
             con.unregister("batch_lines")
         r = self.report
-        lines = len(s.table)
+        lines = s.input_lines
         recs = sum(st[0] for st in stats.values())
         r.lines += lines + len(s.long_lines)
         r.records += recs
@@ -839,5 +870,5 @@ def _ingest_settings(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def _ordered(todo: list[_Todo]) -> Iterable[_Todo]:
     """Full copies before stdout copies (fewer truncated rows to replace), Parquet last."""
-    rank = {JSONL: 0, KUBECTL: 1, PARQUET: 2, STDIN: 3}
+    rank = {JSONL: 0, LITELLM: 0, KUBECTL: 1, PARQUET: 2, STDIN: 3}
     return sorted(todo, key=lambda t: rank.get(t.source.form, 9))

@@ -23,7 +23,8 @@ class LineBatch:
         self.files: dict = {}  # file_id -> the file's reading state (ingestion's _FileState)
         self.nbytes = 0
         self.lines = 0
-        # small pieces, not yet made columns: (lines, file_id, first_line, from_stdout, pod)
+        self.input_lines = 0  # the input lines they stand for (a LiteLLM payload's line holds two records)
+        # small pieces, not yet made columns: (lines, file_id, first_line, from_stdout, pod, line_nos)
         self.small: list[tuple] = []
         self.small_bytes = 0
 
@@ -67,7 +68,7 @@ class LineBatch:
         self.files[state.file_id] = state
         if not n:
             return
-        item = (piece.lines, state.file_id, piece.first_line, stdout, pod)
+        item = (piece.lines, state.file_id, piece.first_line, stdout, pod, piece.line_nos)
         if n < _SMALL_PIECE:
             # Thousands of small chunk files make thousands of small pieces, and both
             # building columns per piece and DuckDB scanning many tiny batches cost
@@ -81,6 +82,7 @@ class LineBatch:
             self.pieces.append(_columns([item]))
         self.nbytes += piece.nbytes
         self.lines += n
+        self.input_lines += n if piece.line_nos is None else len(set(piece.line_nos.to_pylist()))
         self.files[state.file_id] = state
 
     def touch(self, state) -> None:
@@ -107,10 +109,12 @@ def batch_schema():
 
 
 def _columns(items: list[tuple]):
-    """One Arrow batch (``batch_lines``' shape) of pieces ``(lines, file_id, first_line, from_stdout, pod)``.
+    """One Arrow batch (``batch_lines``' shape) of pieces ``(lines, file_id, first_line, from_stdout, pod, line_nos)``.
 
     The per-line columns are run-length decoded from one value per piece: the
-    cost is per line in C++, not per piece in Python.
+    cost is per line in C++, not per piece in Python. A piece's ``line_nos``
+    (LiteLLM's two records per line) numbers its lines instead of counting from
+    its first line.
     """
     pa, pc = arrow()
     ends, at = [], 0
@@ -126,12 +130,22 @@ def _columns(items: list[tuple]):
     index = pc.cumulative_sum(pa.nulls(at, pa.int64()).fill_null(1), start=-1)  # 0, 1, 2, ...
     cols = [
         runs([it[1] for it in items], pa.int32()),
-        pc.add(index, runs([it[2] - s for it, s in zip(items, starts)], pa.int64())),
+        _numbers(items, starts, index, runs),
         _joined([it[0] for it in items]),
         runs([it[3] for it in items], pa.bool_()),
         runs([it[4] for it in items], pa.large_string()),
     ]
     return pa.RecordBatch.from_arrays(cols, schema=batch_schema())
+
+
+def _numbers(items: list[tuple], starts: list[int], index, runs):
+    """The ``line_no`` column: counted from each piece's first line, or its own numbers where it has them."""
+    pa, pc = arrow()
+    counted = pc.add(index, runs([it[2] - s for it, s in zip(items, starts)], pa.int64()))
+    if all(it[5] is None for it in items):
+        return counted
+    return pa.concat_arrays([it[5] if it[5] is not None else counted.slice(s, len(it[0]))
+                             for it, s in zip(items, starts)])
 
 
 def _joined(arrays: list):

@@ -63,6 +63,16 @@ class LineBlock:
     #: at any line with exact offsets (false after lossy decoding or CR trimming)
     exact: bool = True
     terminated: bool = True  # the last line ended with a separator
+    #: each line's own number (int64), when lines are not one per input line: a
+    #: LiteLLM payload becomes two records on its line (analyzer.io.litellm_records)
+    line_nos: pa.Array | None = None
+    #: the last input line these lines stand for (with ``line_nos``: the block read)
+    last: int | None = None
+
+    @property
+    def last_line(self) -> int:
+        """The number of the last input line this block covers."""
+        return self.last if self.last is not None else self.first_line + len(self.lines) - 1
 
     def split(self, k: int) -> tuple["LineBlock", "LineBlock"]:
         """The first ``k`` lines and the rest, each with its exact end offset (needs ``exact``)."""

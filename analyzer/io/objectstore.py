@@ -1,7 +1,9 @@
 """Reading the proxy's S3 bucket: an incremental mirror into a local cache.
 
 The proxy writes ``BUCKET/YYYY-MM-DD/<chunk>.jsonl`` (about one file a minute per
-pod) and, for older days, ``BUCKET/consolidated/{daily,monthly}/*.parquet``.
+pod) and, for older days, ``BUCKET/consolidated/{daily,monthly}/*.parquet``;
+LiteLLM's S3 logging callback writes ``PREFIX/YYYY-MM-DD/<time>_<id>.json``, one
+object per call.
 ``analyze s3://bucket/prefix`` (or ``analyzer.ingest("s3://...")``) first syncs
 the objects of that layout under the prefix into a local cache, then ingests the
 cached files like any local input.
@@ -48,9 +50,11 @@ from urllib.parse import urlsplit
 from analyzer.core.errors import AnalyzerError, ExitCode, InputError
 from analyzer.core.scrub import scrub
 
-# The proxy's bucket layout, anywhere below the prefix given.
+# The proxy's bucket layout, anywhere below the prefix given; and LiteLLM's S3
+# logging callback's: one object per call, YYYY-MM-DD/[HH/]<time>_<id>.json (or a
+# flush as .jsonl with s3_batch_file_upload).
 LAYOUT = (
-    re.compile(r"(^|/)\d{4}-\d{2}-\d{2}/[^/]+\.jsonl(\.gz)?$"),
+    re.compile(r"(^|/)\d{4}-\d{2}-\d{2}/(\d{2}/)?[^/]+\.jsonl?(\.gz)?$"),
     re.compile(r"(^|/)consolidated/(.+/)?[^/]+\.parquet$"),
 )
 _GLOB_CHARS = "*?["
@@ -323,5 +327,6 @@ def sync_for_ingest(url: str) -> str:
     print(report.describe(), file=sys.stderr)
     if not report.matched:
         raise InputError(f"{url}: no proxy log objects under this prefix "
-                         "(expected YYYY-MM-DD/*.jsonl or consolidated/**/*.parquet)")
+                         "(expected YYYY-MM-DD/*.jsonl or consolidated/**/*.parquet, or LiteLLM's "
+                         "YYYY-MM-DD/*.json)")
     return report.local

@@ -1,6 +1,8 @@
 """Finding input files and telling which form each one is in.
 
-Forms: ``jsonl`` (S3 chunk files: one JSON record per line), ``kubectl`` (pod
+Forms: ``jsonl`` (S3 chunk files: one JSON record per line), ``litellm``
+(LiteLLM's logging payloads, one JSON object per line or per S3 object, read as
+records by :mod:`analyzer.io.litellm_records`), ``kubectl`` (pod
 stdout: records behind ``📥 REQUEST: `` / ``✓ RESPONSE: `` / ``✗ RESPONSE: ``
 prefixes among free-text lines, from one pod or many), ``parquet`` (the
 consolidated tier, the record as JSON in the ``entry`` column), ``stdin``
@@ -34,6 +36,7 @@ KUBECTL = "kubectl"
 PARQUET = "parquet"
 STDIN = "stdin"
 METRICS = "metrics"
+LITELLM = "litellm"
 
 RECORD_PREFIXES = ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: ")
 # Lines the real proxy prints on stdout besides records: a file holding only
@@ -51,6 +54,13 @@ _DERIVED_TIERS = ("sessions", "session-rollup")
 _PROM_JSON = re.compile(r'^\s*\{\s*"(?:status|data)"\s*:')
 _PROM_TEXT = re.compile(r"^(?:# (?:HELP|TYPE) [a-zA-Z_:]|[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})? (?:-?[0-9.eE+-]+|NaN|[+-]Inf)\b)")
 _METRIC_CSV_HEADER = re.compile(r"^[\w\",:. ]*\b(?:metric|__name__)\b.*,.*\b(?:value|timestamp|ts)\b", re.I)
+# A LiteLLM StandardLoggingPayload: its startTime beside one of its own keys. An
+# unescaped `"key":` is JSON structure (inside a string every quote is escaped), so
+# a proxy record that merely mentions these words never matches; the proxy's records
+# have no startTime. Read from the first object's text, however long it is.
+_LITELLM_START = re.compile(rb'"startTime"\s*:\s*["0-9]')
+_LITELLM_KEY = re.compile(rb'"(?:litellm_call_id|trace_id|call_type|model_group|hidden_params)"\s*:')
+_PROXY_TYPE = re.compile(rb'^\{\s*"(?:timestamp|type)"\s*:')
 
 
 class FormError(InputError):
@@ -109,7 +119,7 @@ class SourceFile:
 
     @property
     def form(self) -> str:
-        """``jsonl``, ``kubectl``, ``parquet``, ``metrics`` or ``stdin``; raises FormError for a stranger's file."""
+        """``jsonl``, ``litellm``, ``kubectl``, ``parquet``, ``metrics`` or ``stdin``; raises FormError for a stranger's file."""
         if self._form is None:
             self._read_head()
         return self._form  # type: ignore[return-value]
@@ -233,6 +243,8 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
     if _has_record_prefix(head):
         return KUBECTL, sep
     first = head.split(sep, 1)[0].strip()
+    if is_litellm_head(head, sep):
+        return LITELLM, sep
     if path.endswith((".json", ".json.gz")) and not _PROM_JSON.match(head.decode("utf-8", errors="replace")):
         # A .json file is one document unless its first line is a proxy record.
         import json
@@ -242,7 +254,8 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
         except ValueError:
             rec = None
         if not (isinstance(rec, dict) and rec.get("type") in ("request", "response", "system_prompt")):
-            raise FormError(path, "a JSON document that is neither Prometheus metrics nor proxy records")
+            raise FormError(path, "a JSON document that is neither Prometheus metrics nor proxy records "
+                                  "(nor LiteLLM logging payloads)")
     if first.startswith(b'{"') and not _PROM_JSON.match(first.decode("utf-8", errors="replace")):
         return JSONL, sep
     text = head.decode("utf-8", errors="replace")  # (a prefix in it would be in the bytes: told above)
@@ -265,6 +278,28 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
         "not a proxy log (expected JSON lines, kubectl stdout with '📥 REQUEST:' / '✓ RESPONSE:' lines, "
         f"Parquet, or Prometheus metrics); it starts with {lines[0][:60]!r}",
     )
+
+
+def is_litellm_head(head: bytes, sep: bytes = b"\n") -> bool:
+    """Whether an input's first bytes hold LiteLLM logging payloads (its first JSON object is one).
+
+    Looks at the first line that opens an object (a bad first line is quarantined
+    when read); a line longer than the head is judged from the part there.
+    """
+    # Line by line, without splitting the whole head: every proxy chunk is asked this,
+    # and its first line (`{"timestamp": ...`) answers at once.
+    pos = 0
+    for _ in range(20):
+        end = head.find(sep, pos)
+        end = len(head) if end < 0 else end
+        line = head[pos:end].strip()
+        if line.startswith(b"{"):
+            return (not _PROXY_TYPE.match(line) and _LITELLM_START.search(line) is not None
+                    and _LITELLM_KEY.search(line) is not None)
+        if end >= len(head):
+            break
+        pos = end + 1
+    return False
 
 
 def detect_form(path: Path, head: bytes | None = None) -> str:
@@ -388,7 +423,7 @@ def stdin_source() -> SourceFile:
         except zlib.error as exc:
             raise FormError("<stdin>", f"damaged gzip: {exc}") from exc
     form, f.separator = detect_text_form("<stdin>", text)
-    if form not in (JSONL, KUBECTL):
+    if form not in (JSONL, KUBECTL, LITELLM):
         raise FormError("<stdin>", "standard input holds metrics, not logs: pass metric files with --metrics")
     f._form, f.text_form, f._fingerprint = STDIN, form, ""
     return f

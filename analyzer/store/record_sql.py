@@ -68,6 +68,11 @@ RECORD_STRUCT = {
     "ladder_armed": "BOOLEAN",
     "reasoning_repaired": "BOOLEAN",
     "system_sha256": "VARCHAR",
+    # LiteLLM's payloads read as records (analyzer.io.litellm_records): the gateway
+    # that wrote them, and the deployment as the replica hint. The proxy's records
+    # have neither: its replica comes from the stdout prefix or the chunk's name.
+    "gateway": "VARCHAR",
+    "proxy_pod": "VARCHAR",
 }
 
 RECORD_TYPES = ("request", "response", "system_prompt")
@@ -166,7 +171,7 @@ HOT_COLUMNS = """
     j.finish_reason AS finish_reason, j.max_tokens AS max_tokens,
     j.thinking_token_budget AS thinking_token_budget, j.tool_history AS tool_history,
     j.incident_class AS logged_class, j.final_class AS final_class, j.ladder AS ladder,
-    j.ladder_armed AS ladder_armed, j.system_sha256 AS system_sha256
+    j.ladder_armed AS ladder_armed, j.system_sha256 AS system_sha256, j.gateway AS gateway
 """.replace("{blank}(j.content)", blank_sql("j.content")).replace("{blank}(j.content_preview)", blank_sql("j.content_preview")) \
    .replace("{leak}(coalesce(j.content, j.content_preview))", leak_sql("coalesce(j.content, j.content_preview)")) \
    .replace("{blank}(coalesce(j.reasoning_content, j.reasoning_content_preview))",
@@ -216,7 +221,7 @@ judged AS (
 
 _POD_OF_PREFIX = r"""coalesce(CASE WHEN pfx <> '' THEN coalesce(nullif(regexp_extract(pfx, '^\[pod/([^/\] ]+)/', 1), ''),
                                                    nullif(regexp_extract(pfx, '^([a-z0-9][-a-z0-9.]*) [a-z0-9][-a-z0-9]* ', 1), ''))
-                END, file_pod)"""
+                END, j.proxy_pod, file_pod)"""
 
 # 1. Every line that is a record goes straight into `records`: one parse, one
 # write, streamed from the Arrow batch (what a bare INSERT of the same columns
@@ -286,10 +291,11 @@ def _same(a: str, b: str) -> str:
 # Batches stored but not finished yet (`ingest_pending`: later batches, stored
 # beside this one) are not older: each de-duplicates against this one when it is
 # finished. A stored row is named by its batch as well as its file and line: a
-# file read again holds the same file and line numbers as its earlier reading.
+# file read again holds the same file and line numbers as its earlier reading; and
+# by its type: a LiteLLM payload's line holds its request and its response.
 OLDER = f"""
 CREATE OR REPLACE TEMP TABLE older AS
-SELECT b.file_id, b.line_no, b.truncated, b.proxy_pod,
+SELECT b.file_id, b.line_no, b.type, b.truncated, b.proxy_pod,
        r.file_id AS o_file, r.line_no AS o_line, r.ingest_batch AS o_batch, r.truncated AS o_truncated,
        r.proxy_pod AS o_pod
 FROM (SELECT file_id, line_no, ts, type, request_id, system_sha256, session_id, truncated, proxy_pod
@@ -305,20 +311,21 @@ JOIN (SELECT file_id, line_no, ingest_batch, ts, type, request_id, system_sha256
 REPLACE_TRUNCATED = [
     """UPDATE records SET proxy_pod = o.o_pod FROM older o
        WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
+         AND records.type = o.type
          AND o.o_truncated AND NOT o.truncated AND records.proxy_pod IS NULL AND o.o_pod IS NOT NULL""",
     """DELETE FROM records USING older o
        WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
-         AND records.line_no = o.o_line AND o.o_truncated AND NOT o.truncated""",
+         AND records.line_no = o.o_line AND records.type = o.type AND o.o_truncated AND NOT o.truncated""",
 ]
 # ... and any other copy of a stored record is dropped (its replica carried over).
 DROP_SEEN = [
     """UPDATE records SET proxy_pod = o.proxy_pod FROM older o
        WHERE records.ingest_batch IS NOT DISTINCT FROM o.o_batch AND records.file_id = o.o_file
-         AND records.line_no = o.o_line
+         AND records.line_no = o.o_line AND records.type = o.type
          AND NOT (o.o_truncated AND NOT o.truncated) AND records.proxy_pod IS NULL AND o.proxy_pod IS NOT NULL""",
     """DELETE FROM records USING older o
        WHERE records.ingest_batch = $batch AND records.file_id = o.file_id AND records.line_no = o.line_no
-         AND NOT (o.o_truncated AND NOT o.truncated)""",
+         AND records.type = o.type AND NOT (o.o_truncated AND NOT o.truncated)""",
 ]
 
 # Copies of one record within the batch: the first full copy stays.
@@ -331,7 +338,7 @@ WITH mine AS (
 keys AS (
     SELECT ts, type, request_id, system_sha256, session_id FROM mine GROUP BY ALL HAVING count(*) > 1
 )
-SELECT m.file_id, m.line_no,
+SELECT m.file_id, m.line_no, m.type,
        row_number() OVER key_ AS copy_no,
        max(m.proxy_pod) OVER (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.session_id) AS any_pod
 FROM mine m JOIN keys k ON {_same('m', 'k')}
@@ -341,10 +348,10 @@ WINDOW key_ AS (PARTITION BY m.ts, m.type, m.request_id, m.system_sha256, m.sess
 DROP_TWINS = [
     """UPDATE records SET proxy_pod = t.any_pod FROM twins t
        WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
-         AND t.copy_no = 1 AND records.proxy_pod IS NULL""",
+         AND records.type = t.type AND t.copy_no = 1 AND records.proxy_pod IS NULL""",
     """DELETE FROM records USING twins t
        WHERE records.ingest_batch = $batch AND records.file_id = t.file_id AND records.line_no = t.line_no
-         AND t.copy_no > 1""",
+         AND records.type = t.type AND t.copy_no > 1""",
 ]
 
 # The turns these new records belong to are re-derived at the next refresh.

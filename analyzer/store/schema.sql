@@ -16,7 +16,7 @@ CREATE SEQUENCE ingest_batches START 1;
 CREATE TABLE source_files (
     file_id      INTEGER PRIMARY KEY,
     path         VARCHAR NOT NULL UNIQUE,  -- absolute path (or URL) as read
-    form         VARCHAR NOT NULL,         -- 'jsonl' | 'kubectl' | 'parquet'
+    form         VARCHAR NOT NULL,         -- 'jsonl' | 'kubectl' | 'parquet' | 'litellm'
     size_bytes   BIGINT,
     mtime        DOUBLE,
     fingerprint  VARCHAR,                  -- analyzer.io.sources.file_fingerprint
@@ -109,7 +109,13 @@ CREATE TABLE records (
     -- (the proxy split a leaked block out of the answer)
     content_leak        BOOLEAN,
     reasoning_blank     BOOLEAN,
-    reasoning_repaired  BOOLEAN
+    reasoning_repaired  BOOLEAN,
+    -- The gateway whose logs a record was read from: 'litellm' for a LiteLLM
+    -- StandardLoggingPayload (analyzer.io.litellm_records maps each to a request
+    -- and a response on its line), null for the proxy's own records. A LiteLLM
+    -- call's retries and fallbacks share its call id: turn_features folds them
+    -- into one turn.
+    gateway             VARCHAR
 );
 
 -- Lines that could not be read as records: nothing is silently dropped.

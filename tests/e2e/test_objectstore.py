@@ -225,4 +225,9 @@ def test_layout_and_url_helpers():
     assert in_layout("logs/2026-11-16/14-03-07-1.jsonl.gz")
     assert in_layout("consolidated/monthly/2026-10.parquet")
     assert not in_layout("2026-11-16/notes.txt") and not in_layout("README.txt")
+    # LiteLLM's S3 callback: one object per call, by day (or by hour), or a flush as .jsonl
+    assert in_layout("litellm/2026-11-16/time-14-03-07-726024_chatcmpl-0a1b2c3d.json")
+    assert in_layout("litellm/2026-11-16/14/time-14-03-07-726024_5f0c1c3e-9a1d.json")
+    assert in_layout("litellm/2026-11-16/batch_14-03-07_0a1b2c3d.jsonl")
+    assert not in_layout("litellm/audit-5f0c1c3e.json") and not in_layout("tmp/scratch.json")
     assert safe_endpoint("https://user:pa55@minio.local:9000/") == "https://minio.local:9000"

@@ -9,8 +9,8 @@ a time), a line that is not JSON (quarantined) and a file that is not a log
 (skipped), a logged class the rules disagree with, a burst of 429s, three failed
 calls of one provider, error texts in mixed case (the case-insensitive crash
 pattern), metric samples (a generation counter with a reset, a gauge with a NaN),
-a model map, a pod window with fractional-second edges, and replayed ladder
-attempts. It is exported as a lake (analyzer.outputs.lake), and every question,
+a model map, a pod window with fractional-second edges, replayed ladder
+attempts, and a LiteLLM call whose fallback answered after its first attempt failed. It is exported as a lake (analyzer.outputs.lake), and every question,
 view and materialized table runs on DuckDB (the database) and on Spark local (the
 lake, the views and tables recomputed by Spark) with two parameter sets: every
 declared parameter NULL, and every one bound. Rows are compared sorted, floats
@@ -47,6 +47,7 @@ from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E40
 from analyzer.store.asking import execute  # noqa: E402
 from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
+from tests.support import litellm as L  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
 from tests.support.week import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, answer, turn, week_records  # noqa: E402
@@ -230,6 +231,13 @@ def build_gate_db(path: Path) -> Path:
         f.write("{this line is not JSON\n")
     (logs / "pods.log").write_text("\n".join(_stdout_lines()) + "\n", encoding="utf-8")
     (logs / "notes.txt").write_text("remember to rotate the logs\n", encoding="utf-8")
+    # LiteLLM's logs: a call whose first attempt failed and whose fallback answered (gateway_attempts)
+    call = {"call_id": "5f0c1c3e-gate", "user": "s-litellm"}
+    L.write_objects(logs / "litellm", [
+        L.payload(**call, start=L.T0 + 86400 + 3600, status="failure", error_information=L.error(
+            500, "InternalServerError", "litellm.InternalServerError: InternalServerError: Hosted_vllmException - ")),
+        L.payload(**call, start=L.T0 + 86400 + 3605, fallbacks=1, model_group="glm-5-backup",
+                  api_base="http://vllm-glm-1:8000/v1")])
     con = connect(path)
     try:
         ingest(con, [str(logs)])

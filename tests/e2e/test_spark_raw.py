@@ -376,3 +376,31 @@ def test_classify_raw_classes_the_awkward_turns_the_same(awkward, spark):
     assert not diffs, "\n".join(diffs[:20])
     classes = {(t["request_id"], t["incident_class"]) for t in duck.values()}
     assert {("b2000002", "tool-history-5xx"), ("a1000001", "ok")} <= classes
+
+
+LITELLM = SAMPLE / "litellm"
+
+
+def test_litellms_logs_read_on_spark_as_analyze_stores_them(spark, tmp_path):
+    """The LiteLLM week (two records per payload line, a call's attempts one turn) through both engines."""
+    truth = json.loads((LITELLM / "truth.json").read_text(encoding="utf-8"))
+    con = _duckdb(tmp_path / "litellm.duckdb", [LITELLM / "s3"])
+    raw = read_raw(spark, [str(LITELLM / "s3")])
+    try:
+        cols = ", ".join(f"r.{c}" for c in COMPARED)
+        duck = {(r[0], r[COMPARED.index("line_no") + 1], r[COMPARED.index("type") + 1]): dict(zip(COMPARED, r[1:]))
+                for r in con.execute(f"SELECT f.path, {cols} FROM records r JOIN source_files f USING (file_id)")
+                .fetchall()}
+        paths = {r.file_id: r.path for r in raw.files.collect()}
+        on_spark = {(paths[d["file_id"]], d["line_no"], d["type"]): {c: d[c] for c in COMPARED}
+                    for d in (r.asDict() for r in raw.records.collect())}
+        assert set(on_spark) == set(duck) and len(duck) == 2 * sum(
+            1 for f in (LITELLM / "s3").rglob("*.gz") for _ in gzip.decompress(f.read_bytes()).splitlines())
+        diffs = [f"{k} {c}: DuckDB {v[c]!r}, Spark {on_spark[k][c]!r}" for k, v in duck.items() for c in COMPARED
+                 if _value(c, v[c]) != _value(c, on_spark[k][c])]
+        assert not diffs, "\n".join(diffs[:20])
+        turns = {r.request_id: r.incident_class for r in classify(spark, raw.records).turns.collect()}
+    finally:
+        raw.unpersist()
+        con.close()
+    assert turns == {cid: c["class"] for cid, c in truth["calls"].items()}

@@ -26,7 +26,8 @@ from analyzer.ingestion.logs import mend_surrogates
 from analyzer.io.batch_lines import chunk_pod
 from analyzer.io.input_readers import FileFailed, parquet_pieces, text_pieces
 from analyzer.io.linereader import MAX_LINE_BYTES, LongLine
-from analyzer.io.sources import JSONL, KUBECTL, METRICS, PARQUET, FormError, SourceFile
+from analyzer.io.litellm_records import SetAside, mapped_pieces
+from analyzer.io.sources import JSONL, KUBECTL, LITELLM, METRICS, PARQUET, FormError, SourceFile
 from analyzer.store.record_sql import SNIPPET_CHARS, SURROGATE_ESCAPE_RE
 
 #: What a row of :func:`file_lines` is.
@@ -81,20 +82,28 @@ def _rows(index: int, source: SourceFile, shown: str) -> Iterator[tuple]:
     pod = chunk_pod(shown) if form == JSONL else None
     todo = SimpleNamespace(source=source, resume_bytes=0, resume_lines=0)
     pieces = parquet_pieces(todo, [0]) if form == PARQUET else text_pieces(todo, [0])
+    if form == LITELLM:  # each payload as its two records, on its line (as the ingest reads it)
+        pieces = mapped_pieces(pieces)
     read = 0
     try:
         for piece in pieces:
+            if isinstance(piece, SetAside):
+                yield row(LONG_LINE, piece.line_no, piece.head, stdout=stdout, pod=pod, form=form,
+                          detail=piece.reason)
+                continue
             if isinstance(piece, LongLine):
                 read = piece.line_no
                 yield row(LONG_LINE, piece.line_no, piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS],
                           stdout=stdout, pod=pod, form=form, detail=long_line_reason(piece.length))
                 continue
             first = piece.first_line
+            numbers = piece.line_nos.to_pylist() if piece.line_nos is not None else None
             for i, line in enumerate(piece.lines.to_pylist()):
                 mended = _mended(line)
-                yield row(LINE, first + i, mended if mended is not None else line,
-                          line if mended is not None else None, stdout, pod, form=form)
-            read = first + len(piece.lines) - 1
+                yield row(LINE, numbers[i] if numbers is not None else first + i,
+                          mended if mended is not None else line, line if mended is not None else None,
+                          stdout, pod, form=form)
+            read = piece.last_line
     except FileFailed as exc:
         kept = f" (after {read:,} lines, which are kept)" if read else ""
         yield row(SKIPPED, form=form, detail=f"{exc}{kept}")

@@ -60,7 +60,7 @@ RECORDS_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
     ("line_no", T.LongType()), ("raw", T.StringType()), ("proxy_pod", T.StringType()),
     ("ingest_batch", T.LongType()), ("reasoning_tokens", T.LongType()), ("content_blank", T.BooleanType()),
     ("ladder_armed", T.BooleanType()), ("content_leak", T.BooleanType()), ("reasoning_blank", T.BooleanType()),
-    ("reasoning_repaired", T.BooleanType()),
+    ("reasoning_repaired", T.BooleanType()), ("gateway", T.StringType()),
 )
 
 
@@ -117,10 +117,11 @@ def _leak(c: Column) -> Column:
 
 
 def _pod_of_prefix(line: Column, pfx: Column, file_pod: Column) -> Column:
-    """record_sql's ``_POD_OF_PREFIX``: the pod a multi-pod prefix names (kubectl's, else stern's), else the file's."""
+    """record_sql's ``_POD_OF_PREFIX``: the pod a multi-pod prefix names (kubectl's, else stern's),
+    else the record's own replica hint (a LiteLLM payload's deployment), else the file's."""
     named = F.coalesce(F.nullif(F.regexp_extract(line, STDOUT_PREFIX_RE, 1), F.lit("")),
                        F.nullif(F.regexp_extract(line, STDOUT_PREFIX_RE, 2), F.lit("")))
-    return F.coalesce(F.when(pfx != "", named), file_pod)
+    return F.coalesce(F.when(pfx != "", named), F.col("j.proxy_pod"), file_pod)
 
 
 def judge(lines: DataFrame) -> DataFrame:
@@ -214,6 +215,7 @@ def typed(judged: DataFrame) -> DataFrame:
         "content_leak": _leak(F.coalesce(content, preview)),
         "reasoning_blank": _blank(F.coalesce(j("reasoning_content"), j("reasoning_content_preview"))),
         "reasoning_repaired": _bool("j.reasoning_repaired"),
+        "gateway": j("gateway"),
     }
     return judged.where(F.col("verdict") == OK).select(
         *[cols[name].cast(typ).alias(name) for name, typ in RECORDS_COLUMNS])

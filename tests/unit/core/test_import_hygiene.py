@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from tests.support.repo import REPO
 
-HEAVY = ("duckdb", "polars", "plotly", "jinja2", "typer", "pydantic", "httpx", "rich", "pyarrow", "fastapi")
+HEAVY = ("duckdb", "polars", "plotly", "jinja2", "typer", "pydantic", "httpx", "rich", "pyarrow", "fastapi", "litellm")
 
 
 def _modules_after(statement: str) -> set[str]:
