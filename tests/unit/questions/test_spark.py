@@ -12,6 +12,8 @@ set) a missing engine is a failure, not a skip.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 from datetime import datetime
@@ -25,6 +27,7 @@ if not os.environ.get("CI"):
 
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.outputs.export import export_parquet, open_export  # noqa: E402
+from analyzer.outputs.rows import write_json  # noqa: E402
 from analyzer.questions.spark import PORTABLE, local_session, register_turns, run_question, to_spark_sql  # noqa: E402
 from analyzer.store.asking import execute  # noqa: E402
 from tests.unit.questions.test_queries import build_week_db  # noqa: E402
@@ -95,3 +98,26 @@ def test_parameter_markers_translate_outside_strings_only():
     spark_sql = to_spark_sql(sql)
     assert "'$keep'" in spark_sql and ":since AS b" in spark_sql and "x = :model" in spark_sql
     assert "$since" not in spark_sql and ":comment" not in spark_sql and ":keep" not in spark_sql
+
+
+def test_numbers_print_as_the_same_json_types(spark, export):
+    """A division by a number with a point is a DOUBLE on both engines, and so is ceil() of one
+    (Spark alone would give a DECIMAL and a BIGINT: `14` where DuckDB prints `14.0`)."""
+    sql = ("SELECT count(*) / 60.0 AS per_minute, round(count(*) / 2.0, 1) AS halves, "
+           "ceil(count(*) / 4) AS quarters, floor(avg(latency_ms)) AS floor_ms, count(*) * 1.5 AS scaled FROM turns")
+    lake = open_export(export[0])
+    try:
+        cur = execute(lake, sql, {})
+        duck = _json([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        lake.close()
+    df = spark.sql(to_spark_sql(sql))
+    on_spark = _json(df.columns, [tuple(r) for r in df.collect()])
+    assert on_spark == duck
+    assert [type(v) for v in json.loads(duck)[0].values()] == [float, float, float, float, float]
+
+
+def _json(columns, rows) -> str:
+    out = io.StringIO()
+    write_json(columns, rows, out)
+    return out.getvalue()
