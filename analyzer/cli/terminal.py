@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from analyzer.ingestion.logs import IngestReport
     from analyzer.jobs.forget import ForgetReport
+    from analyzer.jobs.lake_build import LakeBuildReport
     from analyzer.jobs.replay import ReplayPlan, ReplayReport
     from analyzer.outputs.export import ExportReport
     from analyzer.outputs.lake import LakeReport
@@ -664,6 +665,21 @@ def print_lake_report(report: "LakeReport") -> None:
     removed = f", removed {safe_text(', '.join(report.removed))}" if report.removed else ""
     print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
           f"to {safe_text(report.path)}{removed}")
+
+
+def print_lake_build_report(report: "LakeBuildReport") -> None:
+    """What a lake build wrote: the lake's rows and files, the days of records written, what was skipped."""
+    lake = report.lake
+    days = report.days_written
+    span = f" ({days[0]} .. {days[-1]})" if days else ""
+    print(f"built {safe_text(lake['path'])} on Spark ({safe_text(report.master)}) in {report.seconds:.0f} s: "
+          f"{lake['rows']:,} rows of {len(lake['tables'])} relations ({lake['files']} Parquet files)")
+    print(f"  {report.files_read:,} log files read; records of {len(days)} day(s) written{span}, "
+          f"{lake['tables'].get('records', 0):,} records and {lake['tables'].get('turns', 0):,} turns in the lake")
+    for s in report.skipped_files:
+        warn(f"skipped {s['path']}: {s['reason']}")
+    for w in report.warnings:
+        warn(w)
 
 
 def print_forget_report(report: "ForgetReport") -> None:

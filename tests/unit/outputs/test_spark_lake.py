@@ -1,0 +1,61 @@
+"""A lake built on Spark by day: the days a run does not touch keep their files; what a build refuses.
+
+The builds themselves run on a real standalone cluster in
+tests/e2e/test_lake_build_cluster.py (the sample week in two runs, equal to the
+export). Here, without Spark: the lake's ``records`` files of the days a run does
+not write are the same files in the new lake (links, made before the swap: the
+old lake stays whole until then), and the options a build refuses are refused
+before a session starts.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from analyzer.core.errors import AnalyzerError
+from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job, check_options
+from tests.support.repo import REPO
+
+S3 = str(REPO / "sample_logs" / "s3")
+
+
+def test_the_days_a_run_does_not_write_keep_their_files(tmp_path):
+    spark_lake = pytest.importorskip("analyzer.outputs.spark_lake")  # (pyspark: the spark extra)
+    out, staging = tmp_path / "lake", tmp_path / "lake" / ".staging-1"
+    files = []
+    for day in ("2026-11-16", "2026-11-17", "2026-11-18"):
+        path = out / "records" / f"day={day}" / "data_0.parquet"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(day.encode())
+        files.append({"path": f"day={day}/data_0.parquet", "bytes": 10, "rows": 1, "fingerprint": "x"})
+    (out / "records" / "day=2026-11-19").mkdir()
+    (out / "records" / "day=2026-11-19" / "stray.parquet").write_bytes(b"not the manifest's")
+    old = {"tables": {"records": {"files": files}}}
+    spark_lake._keep_days(out, staging, old, ["2026-11-17"])
+    kept = sorted(p.relative_to(staging / "records").as_posix() for p in staging.rglob("*.parquet"))
+    assert kept == ["day=2026-11-16/data_0.parquet", "day=2026-11-18/data_0.parquet"]  # only the manifest's
+    for rel in kept:
+        assert os.path.samefile(staging / "records" / rel, out / "records" / rel)
+    spark_lake._keep_days(out, tmp_path / "new", None, [])  # a new lake keeps nothing
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_build_refuses_what_it_cannot_do_before_spark_starts(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    cases = {
+        "engine 'duckdb'": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), engine="duckdb"),
+        "not empty and not a lake": LakeBuildOptions(logs=(S3,), lake=str(tmp_path)),
+        "same path": LakeBuildOptions(logs=(S3,), lake="s3a://bucket/lake"),
+        "read as a pattern": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "lake*")),
+        "expected KEY=VALUE": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.x",)),
+        "no such file": LakeBuildOptions(logs=(str(tmp_path / "none"),), lake=str(tmp_path / "l")),
+        "give the log files": LakeBuildOptions(logs=(), lake=str(tmp_path / "l")),
+    }
+    for words, opts in cases.items():
+        with pytest.raises(AnalyzerError, match=words):
+            check_options(opts)
+        with pytest.raises(AnalyzerError, match=words):
+            build_lake_job(opts)  # the same refusal, before a session starts
+    assert not (tmp_path / "l").exists()
