@@ -17,7 +17,9 @@ _LAZY = {
     "query": ("analyzer.api", "query"),
     "ingest": ("analyzer.api", "ingest"),
     "classify": ("analyzer.api", "classify"),
-    "export_parquet": ("analyzer.outputs.export", "export_parquet"),
+    "report": ("analyzer.api", "report"),
+    "export_lake": ("analyzer.api", "export_lake"),
+    "replay": ("analyzer.api", "replay"),
     "sync_s3": ("analyzer.io.objectstore", "sync"),
 }
 

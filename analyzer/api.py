@@ -10,6 +10,12 @@
 
     analyzer.ingest(["logs/"], db="week.duckdb")      # scripted runs: ingest + classify
     analyzer.classify(db="week.duckdb")               # re-classify (after metrics, replays)
+    analyzer.report(db="week.duckdb", week="2026-W47")     # the weekly HTML report: its path
+    analyzer.export_lake("lake/", db="week.duckdb")   # the Parquet lake of `analyze export --lake`
+    analyzer.replay(endpoint="http://vllm:8000/v1", db="week.duckdb", dry_run=True)
+
+``report``, ``export_lake`` and ``replay`` are the commands' jobs
+(:mod:`analyzer.jobs`), with the commands' options as keywords.
 
 Every function takes ``db`` as a path (default ``$ANALYZER_DB`` or
 ./analyzer.duckdb) or as an open connection, which is then used and left open.
@@ -36,6 +42,9 @@ from analyzer.store.db import connect as _connect
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars
+
+    from analyzer.jobs.replay import ReplayRun
+    from analyzer.outputs.lake import LakeReport
 
 DB = Union[str, Path, duckdb.DuckDBPyConnection, None]
 
@@ -154,3 +163,37 @@ def classify(db: DB = None, *, caller_deadline_s: float | None = None) -> "Class
     """
     with _opened(db, write=True) as con:
         return refresh_turns(con, caller_deadline_s=caller_deadline_s)
+
+
+def report(db: str | Path | None = None, files: Iterable[str] = (), **options: Any) -> Path:
+    """``analyze report``: render a week (or ``since``/``until``) into one HTML file; return its path.
+
+    ``options`` are :class:`analyzer.jobs.report.ReportOptions`' (``week``, ``since``,
+    ``until``, ``output``, ``plotly``, ``lake``).
+    """
+    from analyzer.jobs.report import ReportOptions, make_report
+
+    return make_report(ReportOptions(db=Path(db) if db is not None else None, files=tuple(str(f) for f in files),
+                                     **options))
+
+
+def export_lake(lake: str | Path, db: str | Path | None = None) -> "LakeReport":
+    """``analyze export --lake``: write the database as a Parquet lake; return the
+    :class:`analyzer.outputs.lake.LakeReport`."""
+    from analyzer.jobs.export import ExportOptions, run_export
+
+    return run_export(ExportOptions(lake=lake, db=Path(db) if db is not None else None))
+
+
+def replay(db: str | Path | None = None, **options: Any) -> "ReplayRun":
+    """``analyze replay``: re-send the captured ladder-eligible failures through the ladder.
+
+    ``options`` are :class:`analyzer.jobs.replay.ReplayOptions`' (``endpoint``,
+    ``api_key_env``, ``dry_run``, ``limit``, ``only_models``...). Returns the
+    :class:`analyzer.jobs.replay.ReplayRun` (``.doc`` is what ``--json`` prints).
+    """
+    from analyzer.jobs.replay import ReplayOptions, run_replay
+
+    if "only_models" in options:
+        options["only_models"] = tuple(options["only_models"] or ())
+    return run_replay(ReplayOptions(db=Path(db) if db is not None else None, **options))

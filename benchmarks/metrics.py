@@ -378,7 +378,7 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from rich.console import Console
 
-        from analyzer.cli.terminal import print_episodes
+        from analyzer.cli.terminal.summary import print_episodes
 
         print()
         print_episodes(report["summary"]["metrics"]["episodes"], Console(width=200, highlight=False))

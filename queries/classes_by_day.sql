@@ -6,7 +6,7 @@
 -- and model add up to 1. `since`/`until` bound the request time (ISO 8601, UTC),
 -- `model` is a model name or a LIKE pattern (`glm%`); each may be left out.
 -- Portable SQL: it reads only `turns` and runs unchanged (parameters aside) on
--- Spark SQL over the Parquet that `analyze export` writes (tests/unit/questions/test_spark_gate.py).
+-- Spark SQL over the Parquet that `analyze export` writes (tests/e2e/test_spark_gate.py).
 WITH t AS (
     SELECT CAST(ts AS DATE) AS day, model, incident_class
     FROM turns

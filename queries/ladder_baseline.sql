@@ -11,7 +11,7 @@ WITH ordered AS (
            lead(ts) OVER w AS next_ts,
            lead(prompt_md5) OVER w AS next_prompt_md5,
            lead(message_count) OVER w AS next_message_count,
-           lead(CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END) OVER w AS next_class
+           lead(coalesce(recovered_class, incident_class)) OVER w AS next_class
     FROM turns t
     WHERE session_id IS NOT NULL
     WINDOW w AS (PARTITION BY session_id ORDER BY ts, request_id)

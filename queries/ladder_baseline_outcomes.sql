@@ -7,10 +7,10 @@
 -- The share the client recovered by retrying itself is the bar the ladder must
 -- beat. `since`/`until` bound the failed turn's time (ISO 8601, UTC), `model` is
 -- a name or a LIKE pattern (`glm%`), `models` a list of exact names (from
--- Python; NULL: every model).
+-- Python; with neither model bound: the GLM models, as the summary's sizing; -p model=% for every model).
 WITH b AS (
     SELECT * FROM ladder_baseline
-    WHERE in_scope(ts, model, $since, $until, $model, $models)
+    WHERE in_sizing_scope(ts, model, $since, $until, $model, $models)
 )
 SELECT model, ladder_trigger, next_step,
        count(*) AS failures,

@@ -10,13 +10,12 @@
 -- Wilson interval, and the change (with - without, per 100) with Newcombe's
 -- hybrid score interval for a difference of two proportions. One row per class
 -- lost in either era, `all` first. `since`/`until` bound the session's first turn
--- (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`), `models` a list
--- of exact names (from Python; NULL: every model).
+-- (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`), `models` a list of exact names (from Python); with neither, the GLM models, as the summary's sizing (`-p model=%` for every model).
 WITH s AS (
     SELECT ladder_era, ended_on_failure, last_class
     FROM sessions
     WHERE tool_session AND ladder_era IN ('without-ladder', 'with-ladder')
-      AND in_scope(first_ts, model, $since, $until, $model, $models)
+      AND in_sizing_scope(first_ts, model, $since, $until, $model, $models)
 ),
 eras AS (
     SELECT count(*) FILTER (WHERE ladder_era = 'without-ladder') AS n0,

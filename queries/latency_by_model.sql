@@ -7,9 +7,16 @@
 -- percentiles and the maximum of it, and the same median over the `ok` turns
 -- alone (a fast failure pulls the overall median down). Requests the proxy
 -- refused before routing (providers `unrouted`, `streaming-unsupported`) are
--- logged with 0 ms and kept, under their provider. `since`/`until` bound the
+-- logged with 0 ms: no call was timed, so they count as turns with no latency
+-- (NULL percentiles, not 0 ms), under their provider. `since`/`until` bound the
 -- request time (ISO 8601, UTC), `model` is a name or a LIKE pattern (`glm%`),
 -- `models` a list of exact names (from Python; NULL: every model).
+WITH t AS (
+    SELECT model, provider, incident_class,
+           CASE WHEN provider NOT IN ('unrouted', 'streaming-unsupported') THEN latency_ms END AS latency_ms
+    FROM turns
+    WHERE in_scope(ts, model, $since, $until, $model, $models)
+)
 SELECT model, provider,
        count(*) AS turns,
        count(latency_ms) AS timed_turns,
@@ -19,7 +26,6 @@ SELECT model, provider,
        round(quantile_cont(latency_ms, 0.99)) AS p99_latency_ms,
        max(latency_ms) AS max_latency_ms,
        round(quantile_cont(latency_ms, 0.5) FILTER (WHERE incident_class = 'ok')) AS p50_ok_latency_ms
-FROM turns
-WHERE in_scope(ts, model, $since, $until, $model, $models)
+FROM t
 GROUP BY model, provider
 ORDER BY turns DESC, model, provider

@@ -19,7 +19,7 @@
 -- LIKE pattern (`glm%`), `models` a list of exact names (from Python; NULL: every model).
 WITH t AS (
     SELECT provider, model, ts, status, error_kind,
-           CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS outcome
+           coalesce(recovered_class, incident_class) AS outcome
     FROM turns
     WHERE in_scope(ts, model, $since, $until, $model, $models)
       AND coalesce(provider, '') NOT IN ('unrouted', 'streaming-unsupported')

@@ -17,6 +17,14 @@ CREATE OR REPLACE MACRO in_scope(ts, model, since, until, model_pattern, models)
     AND (model_pattern IS NULL OR model ILIKE model_pattern)
     AND (models IS NULL OR list_contains(CAST(models AS VARCHAR[]), model));
 CREATE OR REPLACE MACRO is_glm(model) AS coalesce(contains(lower(model), 'glm'), false);
+-- in_sizing_scope(ts, model, since, until, model_pattern, models): the scope of the
+-- sizing questions (sizing_*, ladder_baseline_outcomes, ladder_before_after): as
+-- in_scope, and with neither model bound given, the focus (GLM) models, which is
+-- what the summary's and the report's sizing read; `-p model=%` asks for every
+-- model.
+CREATE OR REPLACE MACRO in_sizing_scope(ts, model, since, until, model_pattern, models) AS
+    in_scope(ts, model, since, until, model_pattern, models)
+    AND (model_pattern IS NOT NULL OR models IS NOT NULL OR is_glm(model));
 -- in_event_scope(ts, model, since, until, model_pattern, models): the scope of a
 -- proxy_events line. As in_scope, and a line without a time (stdout read without
 -- --timestamps) counts only when the period is open: nothing places it in a

@@ -2,7 +2,8 @@
 -- title: One row per client session
 -- Turns grouped by session_id (turns without a session id are left out). A session
 -- "ended on a failure" when its last turn's outcome for the client was not `ok`
--- (a turn the ladder recovered counts as ok). `tool_session` marks sessions with
+-- (a turn the ladder recovered, or whose leaked think block the proxy split out,
+-- counts as what the client got: `turns.recovered_class`). `tool_session` marks sessions with
 -- tool history in any turn. `ladder_era` says what the records say of the ladder:
 -- `with-ladder` when a turn's record says the proxy ran the ladder for it
 -- (analyzer.online.log_fields, `ladder_armed`), `ladder-off` when the records say
@@ -11,7 +12,7 @@
 -- `without-ladder` when no record carries log fields (before it shipped).
 WITH ordered AS (
     SELECT t.*,
-           CASE WHEN recovered_at IS NOT NULL THEN recovered_class ELSE incident_class END AS client_class,
+           coalesce(recovered_class, incident_class) AS client_class,
            row_number() OVER (PARTITION BY session_id ORDER BY ts DESC, request_id DESC) AS from_end
     FROM turns t
     WHERE session_id IS NOT NULL

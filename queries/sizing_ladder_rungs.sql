@@ -10,11 +10,11 @@
 -- conditional and cumulative rates (`ladder_recovery` answers per model, also
 -- leaving out down windows). `since`/`until` bound the original request time (ISO
 -- 8601, UTC), `model` is a name or a LIKE pattern (`glm%`), `models` a list of
--- exact names (from Python; NULL: every model).
+-- exact names (from Python; with neither model bound: the GLM models, as the summary's sizing; -p model=% for every model).
 WITH a AS (
     SELECT * FROM ladder_attempts
     WHERE ($source IS NULL OR source = $source) AND NOT in_wedged_window
-      AND in_scope(ts, model, $since, $until, $model, $models)
+      AND in_sizing_scope(ts, model, $since, $until, $model, $models)
 ),
 started AS (
     SELECT trigger, count(*) AS ladders FROM a WHERE rung = 'original' GROUP BY trigger

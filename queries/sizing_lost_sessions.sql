@@ -14,13 +14,13 @@
 -- fixes those), and the mean turns of a lost session. No row when nothing is in
 -- scope. `since`/`until` bound the session's first turn (ISO 8601, UTC), `model`
 -- is a name or a LIKE pattern (`glm%`), `models` a list of exact names (from
--- Python; NULL: every model).
+-- Python; with neither model bound: the GLM models, as the summary's sizing; -p model=% for every model).
 WITH s AS (
     SELECT s.*, t.ladder_trigger AS last_trigger, t.incident_class AS last_incident,
            t.ladder_outcome AS last_ladder_outcome
     FROM sessions s
     JOIN turns t ON t.session_id = s.session_id AND t.turn_index = s.turns
-    WHERE s.tool_session AND in_scope(s.first_ts, s.model, $since, $until, $model, $models)
+    WHERE s.tool_session AND in_sizing_scope(s.first_ts, s.model, $since, $until, $model, $models)
 )
 SELECT count(*) AS tool_sessions,
        count(*) FILTER (WHERE ended_on_failure) AS sessions_lost,

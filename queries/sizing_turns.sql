@@ -8,7 +8,7 @@
 -- (`no-answer-200`), and the sessions with at least one eligible failure. No row
 -- when nothing is in scope. `since`/`until` bound the request time (ISO 8601,
 -- UTC), `model` is a name or a LIKE pattern (`glm%`), `models` a list of exact
--- names (from Python; NULL: every model).
+-- names (from Python; with neither model bound: the GLM models, as the summary's sizing; -p model=% for every model).
 SELECT count(*) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible,
        count(*) FILTER (WHERE incident_class IN ('wedged-pod', 'pod-down')) AS wedged_or_down,
        histogram(ladder_trigger) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible_by_trigger,
@@ -17,5 +17,5 @@ SELECT count(*) FILTER (WHERE ladder_trigger IS NOT NULL) AS eligible,
        count(DISTINCT session_id) FILTER (WHERE ladder_trigger IS NOT NULL AND session_id IS NOT NULL)
            AS sessions_affected
 FROM turns
-WHERE in_scope(ts, model, $since, $until, $model, $models)
+WHERE in_sizing_scope(ts, model, $since, $until, $model, $models)
 HAVING count(*) > 0

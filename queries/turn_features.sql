@@ -65,7 +65,8 @@ paired AS (
            p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated AS response_truncated,
            p.reasoning_tokens, p.reasoning_cut, p.has_reasoning_text, p.reasoning_at_cap, p.reasoning_leaked,
            p.reasoning_repaired,
-           coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod
+           coalesce(q.proxy_pod, p.proxy_pod) AS proxy_pod,
+           p.provider AS response_provider
     FROM req q
     LEFT JOIN matched m
       ON m.request_id = q.request_id AND m.session_id IS NOT DISTINCT FROM q.session_id AND m.ts = q.ts
@@ -85,7 +86,7 @@ orphans AS (
            p.logged_class, p.final_class, p.ladder, p.ladder_armed, p.truncated,
            p.reasoning_tokens, p.reasoning_cut, p.has_reasoning_text, p.reasoning_at_cap, p.reasoning_leaked,
            p.reasoning_repaired,
-           p.proxy_pod
+           p.proxy_pod, p.provider
     FROM resp p
     WHERE NOT EXISTS (
         SELECT 1 FROM matched x
@@ -126,9 +127,11 @@ evidence AS (
            e.status AS parsed_status
     FROM turns0 t
     LEFT JOIN first_tool ft ON ft.session_id = t.session_id
+    -- error_kinds is keyed by the provider of the response that carries the error:
+    -- a request that names another provider must not hide the error (class ok).
     LEFT JOIN error_kinds e
       ON e.error_head = left(t.error, 200)
-     AND e.provider IS NOT DISTINCT FROM t.provider
+     AND e.provider IS NOT DISTINCT FROM t.response_provider
 )
 SELECT
     request_id, session_id, ts, response_ts, model, provider, origin, client,

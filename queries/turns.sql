@@ -109,7 +109,9 @@ SELECT
          THEN rule_trigger END AS ladder_trigger,
     ladder_outcome,
     recovered_at,
-    CASE WHEN recovered_at IS NOT NULL THEN coalesce(final_class, 'ok') END AS recovered_class,
+    -- what the client got when it was not the original answer: a rung's (recovered), or the
+    -- original with its leaked think block split out (repaired)
+    CASE WHEN recovered_at IS NOT NULL OR reasoning_repaired THEN coalesce(final_class, 'ok') END AS recovered_class,
     in_wedged_window,
     in_down_window,
     enable_thinking, message_count, tools_count, tool_results_count, tool_history_source,

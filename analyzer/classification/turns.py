@@ -267,16 +267,6 @@ def _refresh_session_tables(con: duckdb.DuckDBPyConnection, queries, *, full: bo
         con.execute("DROP TABLE _dirty_turns")
 
 
-def rebuild_session_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Re-derive the per-session tables (:data:`SESSION_TABLES`) from every row of ``turns``.
-
-    :func:`refresh_turns` keeps them current; this is for a writer that filled
-    ``turns`` by other means (a generated database, a restored export).
-    """
-    with transaction(con):
-        _refresh_session_tables(con, _queries(), full=True)
-
-
 def _queries():
     return load_queries()
 
@@ -356,23 +346,20 @@ def _md5(text: str) -> str:
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
     """True when the ``turns`` table matches the records and windows (a read-only check)."""
-    try:
-        known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
-        if known.get("turns_sql") != _sql_signature(con, _queries()):
-            return False
-        if known.get("records") != records_signature(con):
-            return False
-        if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
-            return False
-        changed = con.execute(
-            """SELECT count(*) FROM ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
-                                     EXCEPT SELECT * FROM turns_windows)
-                                    UNION ALL
-                                    (SELECT * FROM turns_windows
-                                     EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows))"""
-        ).fetchall()[0][0]
-    except duckdb.Error:  # an older schema: not current until migrated and rebuilt
+    known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
+    if known.get("turns_sql") != _sql_signature(con, _queries()):
         return False
+    if known.get("records") != records_signature(con):
+        return False
+    if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
+        return False
+    changed = con.execute(
+        """SELECT count(*) FROM ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
+                                 EXCEPT SELECT * FROM turns_windows)
+                                UNION ALL
+                                (SELECT * FROM turns_windows
+                                 EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows))"""
+    ).fetchall()[0][0]
     return not changed
 
 
@@ -389,6 +376,3 @@ def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool
         _refresh(con, force=force)
     return True
 
-
-# Older name, kept for callers written against it.
-snapshot_turns = ensure_turns

@@ -1,20 +1,17 @@
-"""The command line: typer, one module per ``analyze`` command, printing, exit codes.
+"""The command line: typer, the printers, exit codes.
 
-:mod:`.app` is the typer app (``analyze``, the console script): it parses the
-options and calls the command's module, nothing more. Each command module opens
-the database, calls the layers below (which return data and raise errors in
-their own terms) and prints the result through :mod:`.terminal` (or as JSON).
-:mod:`.exits` turns every way out into one line on stderr and a documented exit
-code.
+:mod:`.app` is the typer app (``analyze``, the console script): each command
+builds its job's options object, calls the job (:mod:`analyzer.jobs`: one per
+use case) and hands the result to its printer in :mod:`.terminal` (or prints it
+as JSON), nothing more. :mod:`.options` words the library's errors with the
+command's option names; :mod:`.exits` turns every way out into one line on
+stderr and a documented exit code.
 
-- :mod:`.run`: ``analyze FILES...`` / ``analyze run`` (the main job, the stored summary, ``--fail-on``)
-- :mod:`.sql`: ``analyze sql``
-- :mod:`.export`: ``analyze export``
-- :mod:`.sync`: ``analyze sync``
-- :mod:`.report`: ``analyze report``
-- :mod:`.replay`: ``analyze replay``
-- :mod:`.forget`: ``analyze forget``
-- :mod:`.alerts`: ``analyze alerts``
-- :mod:`.options`: what they share (library errors worded with the option names, the database path)
-- :mod:`.metrics_progress`: the progress bar of a metrics load
+- ``analyze FILES...`` / ``analyze run``: :mod:`analyzer.jobs.main_job`, printed by :mod:`.terminal.summary`
+- ``analyze sql``: :mod:`analyzer.jobs.sql` (writes its rows itself: table, CSV or JSON)
+- ``analyze export``: :mod:`analyzer.jobs.export`, ``analyze forget``: :mod:`analyzer.jobs.forget`,
+  ``analyze alerts``: :mod:`analyzer.jobs.alerts`, printed by :mod:`.terminal.reports`
+- ``analyze report``: :mod:`analyzer.jobs.report` (prints the page's path)
+- ``analyze replay``: :mod:`analyzer.jobs.replay`, printed by :mod:`.terminal.replay`
+- ``analyze sync``: :func:`analyzer.io.objectstore.sync`
 """

@@ -1,6 +1,10 @@
 """The ``analyze`` command line: it parses options and calls the library, nothing more.
 
-``analyze FILES...`` is short for ``analyze run FILES...``: the main job.
+Each command builds its job's options object (which checks them), calls the job in
+:mod:`analyzer.jobs` (within :func:`analyzer.cli.options.naming`, so a library
+error speaks of the command's options) and hands the result to its printer in
+:mod:`analyzer.cli.terminal`. ``analyze FILES...`` is short for ``analyze run
+FILES...``: the main job.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from analyzer import __version__
 from analyzer.cli.exits import guarded
 from analyzer.core.errors import AnalyzerError, ExitCode
 
-# Each command function imports its module of analyzer.cli when it runs: `analyze
-# --help` loads typer alone, and a command loads what it uses (duckdb, polars, plotly and
+# Each command function imports its job and printer when it runs: `analyze --help`
+# loads typer alone, and a command loads what it uses (duckdb, polars, plotly and
 # jinja2 are not all needed by every command). These are the package's only deferred
 # imports of its own modules besides analyzer.api's (the notebook's `import analyzer`)
 # and the metrics readers' httpx and numpy, each said where it stands.
@@ -60,7 +64,7 @@ Models = Annotated[Optional[List[str]], typer.Option(
     help="Only these models in the summary: a name or a LIKE pattern such as 'glm%' (repeatable).")]
 
 
-@app.command("run")
+@app.command("run", short_help="Ingest logs, classify every turn, print the verdict and the sizing.")
 def run_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs (JSONL, kubectl stdout, Parquet, .gz); none: the summary of what --db holds."),
     db: Db = None,
@@ -80,16 +84,25 @@ def run_cmd(
     prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
-    from analyzer.cli.run import RunOptions, run  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal.progress import job_view
+    from analyzer.cli.terminal.summary import show_summary
+    from analyzer.jobs import main_job
 
-    run(RunOptions(files=tuple(files or ()), db=db, json_out=json_out, strict=strict, model_patterns=tuple(model or ()),
-                   since=since, until=until, metrics=tuple(metrics or ()), wedge_window=wedge_window,
-                   save_wedge_window=save_wedge_window, prometheus=prometheus,
-                   prometheus_selector=prometheus_selector, prometheus_timeout=prometheus_timeout,
-                   model_map=tuple(model_map or ()), fail_on=tuple(fail_on or ()), caller_deadline_s=caller_deadline))
+    with naming(**main_job.RUN_FLAGS):
+        opts = main_job.RunOptions(
+            files=tuple(files or ()), db=db, json_out=json_out, strict=strict, model_patterns=tuple(model or ()),
+            since=since, until=until, metrics=tuple(metrics or ()), wedge_window=wedge_window,
+            save_wedge_window=save_wedge_window, prometheus=prometheus, prometheus_selector=prometheus_selector,
+            prometheus_timeout=prometheus_timeout, model_map=tuple(model_map or ()), fail_on=tuple(fail_on or ()),
+            caller_deadline_s=caller_deadline)
+        summary, report = main_job.run(opts, job_view(shown=sys.stderr.isatty() and not json_out))
+    show_summary(summary, json_out)
+    with naming(**main_job.RUN_FLAGS):
+        main_job.check_outcome(opts, summary, report)
 
 
-@app.command("sql")
+@app.command("sql", short_help="Ask a question of queries/, a view, or your own SQL (read-only).")
 def sql_cmd(
     query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False, help="SQL text, or the name of a file of queries/ (see --list)."),
     param: Optional[List[str]] = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", help="A $name parameter as NAME=VALUE (repeatable)."),
@@ -102,25 +115,36 @@ def sql_cmd(
     lake: Optional[str] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database: a folder, or with --engine spark a URL."),
 ) -> None:
     """Run SQL or a query from queries/ on the database (or a lake, on DuckDB or Spark) and print a table, CSV or JSON."""
-    from analyzer.cli.sql import run_sql  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming, param_flags, parse_param_args
+    from analyzer.jobs.sql import run_sql
 
-    run_sql(query, db=db, params=param or [], fmt=fmt, write=write, list_only=list_only, engine=engine, lake=lake)
+    # The read-only refusals' remedy (``open the database read-write``), as this command says it.
+    with param_flags(), naming(write="pass --write", lake="--lake"):
+        run_sql(query, db=db, params=parse_param_args(param), fmt=fmt, write=write, list_only=list_only,
+                engine=engine, lake=lake)
 
 
-@app.command("export")
+@app.command("export", short_help="Write a Parquet lake for Spark, Trino, Athena, DuckDB elsewhere.")
 def export_cmd(
-    parquet: Optional[Path] = typer.Option(None, "--parquet", metavar="DIR", help="Directory to write the classified turns into as day=YYYY-MM-DD/*.parquet (replaced on re-export)."),
-    lake: Optional[Path] = typer.Option(None, "--lake", metavar="DIR", help="Directory to write every relation a question reads into, with a manifest (a Parquet lake for Spark and other engines; replaced on re-export)."),
+    lake: Path = typer.Option(..., "--lake", metavar="DIR", help="Directory to write every relation a question reads into, with a manifest; the classified turns are DIR/turns/day=YYYY-MM-DD/*.parquet (replaced on re-export)."),
     db: Db = None,
     json_out: Json = False,
 ) -> None:
-    """Write Parquet for bigger engines: the classified turns (--parquet) or the whole lake (--lake)."""
-    from analyzer.cli.export import export_command  # here: `analyze --help` loads typer alone
+    """Write the database as a Parquet lake (every relation a question reads, with a manifest) for bigger engines."""
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal import print_json
+    from analyzer.cli.terminal.reports import print_lake_report
+    from analyzer.jobs.export import ExportOptions, run_export
 
-    export_command(parquet, db=db, lake=lake, json_out=json_out)
+    with naming(out_dir="--lake"):
+        report = run_export(ExportOptions(lake=lake, db=db))
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        print_lake_report(report)
 
 
-@app.command("sync")
+@app.command("sync", short_help="Mirror the proxy's S3 bucket locally: only new or changed objects.")
 def sync_cmd(
     url: str = typer.Argument(..., metavar="URL", help="s3://BUCKET[/PREFIX] in the proxy's layout (YYYY-MM-DD/*.jsonl, consolidated/**/*.parquet)."),
     s3_profile: Optional[str] = typer.Option(None, "--s3-profile", metavar="NAME", help="Named AWS profile [default: $AWS_PROFILE or boto3's chain]."),
@@ -129,12 +153,17 @@ def sync_cmd(
     json_out: Json = False,
 ) -> None:
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
-    from analyzer.cli.sync import sync_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.terminal import print_json
+    from analyzer.io.objectstore import sync
 
-    sync_command(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache, json_out=json_out)
+    report = sync(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        print(report.describe())
 
 
-@app.command("report")
+@app.command("report", short_help="Render the weekly HTML report: one self-contained file.")
 def report_cmd(
     files: Optional[List[str]] = typer.Argument(None, metavar="FILES", show_default=False, help="Log files, directories or globs to ingest first (optional)."),
     db: Db = None,
@@ -149,12 +178,15 @@ def report_cmd(
 
     --since/--until report that range instead of a week.
     """
-    from analyzer.cli.report import report_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.jobs.report import ReportOptions, make_report
 
-    report_command(db, files, week=week, since=since, until=until, output=output, plotly_cdn=plotly_cdn, lake=lake)
+    with naming(week="--week", since="--since", until="--until", lake="--lake"):
+        print(make_report(ReportOptions(db=db, files=tuple(files or ()), week=week, since=since, until=until,
+                                        output=output, plotly="cdn" if plotly_cdn else "inline", lake=lake)))
 
 
-@app.command("replay")
+@app.command("replay", short_help="Re-send captured failures through the ladder to an endpoint.")
 def replay_cmd(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", metavar="URL", help="OpenAI-compatible chat-completions URL, or a base URL (…/v1); required unless --dry-run."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR", help="Name of the environment variable holding the API key (sent as a bearer token; never printed or stored)."),
@@ -172,15 +204,20 @@ def replay_cmd(
     db: Db = None,
 ) -> None:
     """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
-    from analyzer.cli.replay import replay_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal.replay import show_replay
+    from analyzer.jobs.replay import ReplayOptions, run_replay
 
-    replay_command(endpoint=endpoint, api_key_env=api_key_env, dry_run=dry_run, limit=limit,
-                   concurrency=concurrency, rate=rate, model=model, only_models=only_model or None,
-                   tools_file=tools, flatten=flatten, timeout_s=timeout, time_budget_s=time_budget,
-                   json_out=json_out, db=db)
+    with naming(endpoint="--endpoint", tools_file="--tools", limit="--limit", rate="--rate",
+                concurrency="--concurrency", api_key_env="--api-key-env"):
+        run = run_replay(ReplayOptions(
+            endpoint=endpoint, api_key_env=api_key_env, dry_run=dry_run, limit=limit, concurrency=concurrency,
+            rate=rate, model=model, only_models=tuple(only_model or ()), tools_file=tools, flatten=flatten,
+            timeout_s=timeout, time_budget_s=time_budget, db=db))
+    show_replay(run, json_out)
 
 
-@app.command("forget")
+@app.command("forget", short_help="Remove files from the database and derive the rest again.")
 def forget_cmd(
     paths: Optional[List[str]] = typer.Argument(None, metavar="PATHS", show_default=False,
                                                 help="Files to forget: paths or globs as the database holds them (see `analyze --db X`)."),
@@ -194,12 +231,20 @@ def forget_cmd(
 
     --since/--until choose the files whose records all lie in that range.
     """
-    from analyzer.cli.forget import forget_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal import print_json
+    from analyzer.cli.terminal.reports import print_forget_report
+    from analyzer.jobs.forget import ForgetOptions, run_forget
 
-    forget_command(paths or [], since=since, until=until, dry_run=dry_run, json_out=json_out, db=db)
+    with naming(since="--since", until="--until"):
+        report = run_forget(ForgetOptions(paths=tuple(paths or ()), since=since, until=until, dry_run=dry_run, db=db))
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        print_forget_report(report)
 
 
-@app.command("alerts")
+@app.command("alerts", short_help="Write the wedge rule as Prometheus alerting rules (and tests).")
 def alerts_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="File to write [default: stdout]."),
     unit_tests: Optional[Path] = typer.Option(None, "--unit-tests", metavar="FILE", help="Also write promtool unit tests for --output (promtool test rules FILE)."),
@@ -215,12 +260,17 @@ def alerts_cmd(
     object_label: Optional[List[str]] = typer.Option(None, "--object-label", metavar="KEY=VALUE", help="--format prometheusrule: a label of the object, for the operator's ruleSelector (repeatable)."),
 ) -> None:
     """Write the wedge rule as Prometheus alerting rules (VLLMPodWedged, VLLMPodDown)."""
-    from analyzer.cli.alerts import alerts_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal.reports import print_alerts_written
+    from analyzer.jobs.alerts import AlertOptions, write_alerts
 
-    alerts_command(output=output, unit_tests=unit_tests, fmt=fmt, wedge_window=wedge_window,
-                   evaluation_interval=evaluation_interval, scrape_interval=scrape_interval,
-                   selector=prometheus_selector, pod_label=pod_label, runbook_url=runbook_url, name=name,
-                   namespace=namespace, object_labels=object_label)
+    with naming(selector="--prometheus-selector"):
+        written = write_alerts(AlertOptions(
+            output=output, unit_tests=unit_tests, fmt=fmt, wedge_window=wedge_window,
+            evaluation_interval=evaluation_interval, scrape_interval=scrape_interval, selector=prometheus_selector,
+            pod_label=pod_label, runbook_url=runbook_url, name=name, namespace=namespace,
+            object_labels=tuple(object_label or ())))
+    print_alerts_written(written)
 
 
 lake_app = typer.Typer(
@@ -252,12 +302,21 @@ def lake_build_cmd(
     A re-run adds to the lake: new files are added, a file read again replaces what
     the lake held of it, and only the days of records that changed are written.
     """
-    from analyzer.cli.lake import LakeBuildOptions, lake_build_command  # here: `analyze --help` loads typer alone
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal import print_json
+    from analyzer.cli.terminal.reports import announce_lake_build, print_lake_build_report
+    from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
 
-    lake_build_command(LakeBuildOptions(
-        logs=tuple(logs), lake=lake, engine=engine, metrics=tuple(metrics or ()), master=master,
-        conf=tuple(conf or ()), wedge_window=wedge_window, model_map=tuple(model_map or ()),
-        caller_deadline_s=caller_deadline), json_out=json_out)
+    with naming(lake="--lake", engine="--engine", conf="--conf", model_map="--model-map"):
+        opts = LakeBuildOptions(logs=tuple(logs), lake=lake, engine=engine, metrics=tuple(metrics or ()),
+                                master=master, conf=tuple(conf or ()), wedge_window=wedge_window,
+                                model_map=tuple(model_map or ()), caller_deadline_s=caller_deadline)
+        announce_lake_build(opts)
+        report = build_lake_job(opts)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        print_lake_build_report(report)
 
 
 def main(argv: list[str] | None = None) -> None:

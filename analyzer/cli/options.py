@@ -1,4 +1,4 @@
-"""What the commands share: the library's errors worded with the option names, and the database.
+"""What the commands share: the library's errors worded with the option names, and ``--param``.
 
 The library names the argument an error is about (``AnalyzerError.param``);
 :func:`naming` puts the command line's option in its place, so
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from analyzer.core.errors import AnalyzerError
-from analyzer.core.paths import default_db_path
+from analyzer.store.asking import QueryParamError
 
 
 def option_message(err: AnalyzerError, flag: str) -> str:
@@ -67,6 +66,29 @@ def naming(**flags: str) -> Iterator[None]:
         raise
 
 
-def existing_db(db: Path | None) -> Path:
-    """The database file the command reads: ``db``, else ``$ANALYZER_DB`` or ./analyzer.duckdb."""
-    return Path(db) if db is not None else default_db_path()
+@contextmanager
+def param_flags() -> Iterator[None]:
+    """A query's missing parameters, said as the ``--param`` options that give them."""
+    try:
+        yield
+    except QueryParamError as exc:
+        if exc.missing:
+            exc.args = (f"{exc}: pass {' '.join(f'--param {p}=VALUE' for p in exc.missing)}", *exc.args[1:])
+            exc.missing = ()
+        raise
+
+
+def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
+    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
+
+    Raises:
+        analyzer.store.asking.QueryParamError: an item without ``=`` or with an invalid name.
+    """
+    out: dict[str, str | None] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("$")
+        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
+        out[key] = value if value != "" else None
+    return out

@@ -33,8 +33,8 @@ import weakref
 
 _state: dict = {"interrupted": False, "raised": False, "terminated": False, "wakeup": None}
 _connections: "weakref.WeakSet" = weakref.WeakSet()
-# Connections are tracked from several threads (the ingest's stores, the metrics read
-# ahead) while the watcher thread walks the set: one lock, or the walk can fail.
+# Connections are tracked from several threads (the ingest's stores) while the watcher
+# thread walks the set: one lock, or the walk can fail.
 _connections_lock = threading.Lock()
 
 

@@ -17,6 +17,21 @@ def default_db_path() -> Path:
     return Path(env) if env else Path.cwd() / DEFAULT_DB_NAME
 
 
+def shown_path(path: str) -> str:
+    """A stored (absolute) path as the operator typed it: relative when under the current folder.
+
+    What the terminal and the report show: a report is shared, so it never carries
+    the machine's absolute path for an input given relative to where analyze ran.
+    """
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return path
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    return path
+
+
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     """Whether the paths ``a`` and ``b`` name one file (the same path, or links to one file)."""
     pa, pb = Path(a).expanduser(), Path(b).expanduser()

@@ -311,11 +311,6 @@ def scrub_strings(value: Any) -> Any:
     return value
 
 
-# The names the report and its tests use for the same two functions.
-redact = scrub
-redact_json = scrub_json
-
-
 def shorten(text: str | None, limit: int) -> str | None:
     """Cut text to ``limit`` characters, saying how much was left out."""
     if text is None or len(text) <= limit:

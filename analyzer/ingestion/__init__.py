@@ -2,8 +2,8 @@
 
 :mod:`.logs` puts proxy records into ``records`` in bounded batches, quarantines
 bad lines, skips bad files and re-reads only what changed. Metric files are read
-into a scratch database (:mod:`.metrics`, :mod:`.metric_readers`,
-:mod:`.apistream`, :mod:`.metrics_ahead` while the logs load) and stored by
+into a scratch database (:mod:`.metrics`: each form by its reader in
+:mod:`.metric_readers`, API JSON by :mod:`.apistream`) and stored by
 :mod:`.metric_stage`; :mod:`.metric_store` keeps the model map and forgets
 samples by source. Nothing here classifies.
 """

@@ -1,23 +1,22 @@
-"""Prometheus API answers staged a series at a time: memory bounded by a batch, not by the answer.
+"""Prometheus API answers staged a series at a time: the one reader of API JSON, files and live answers.
 
 A ``query_range`` answer is one JSON document: a week of a busy cluster is a
 hundred megabytes in one object, and reading it whole (``json.loads``, DuckDB's
-``read_json`` with an object bound of the file's size) costs thirty to forty
-times its size in memory. Here instead:
+``read_json``) costs many times its size in memory (benchmarks/README.md has the
+figures). Here instead:
 
 - :class:`SeriesStager` takes series one by one (``{"metric": ..., "values": ...}``)
   and stages their points in batches of :data:`BATCH_POINTS` (times and values
   converted by numpy, the label set interned once per series, a short key per
-  point), exactly as :func:`~.formats.parse_prometheus_json` reads them: the same
-  names, labels, times (``round(t * 1e6)``) and values (``float``);
-- :func:`stream_json_file` walks a file of API responses (one, a list of them, or
-  one per line) with an incremental reader that holds one series at a time and
-  hands each to the stager. The analyzer's live queries
-  (:mod:`analyzer.io.prometheus`) give it each page's answer the same way.
+  point): the name is ``__name__`` (empty for an expression's series, which
+  storing skips), the time ``round(t * 1e6)`` microseconds and the value what
+  ``float()`` reads (``"NaN"``, ``"+Inf"``);
+- :func:`stream_json_file` walks a file of API answers (one, its bare ``data``, a
+  list of them, or one per line; plain or gzipped) with an incremental reader
+  that holds one series at a time and hands each to the stager. The analyzer's
+  live queries (:mod:`analyzer.io.prometheus`) hand it each page's answer.
 
-A layout the walk does not follow (a bare ``data`` object, ``result`` before
-``resultType``) raises :class:`NotStreamable`, and the file is read the usual
-way; a malformed answer raises ``ValueError`` with the reason.
+A malformed answer raises ``ValueError`` with the reason.
 """
 
 from __future__ import annotations
@@ -47,10 +46,6 @@ _KEPT = frozenset(KEPT_SPELLINGS)
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-class NotStreamable(Exception):
-    """The document's layout is not one this walk follows: read the file the usual way."""
-
-
 class SeriesStager:
     """Stage the points of Prometheus API series into the scratch database, a batch at a time.
 
@@ -76,8 +71,7 @@ class SeriesStager:
     # -- input
 
     def add_document(self, doc: Any) -> None:
-        """The series of a parsed API response, its ``data``, or a list of them
-        (as :func:`~.formats.parse_prometheus_json` reads them).
+        """The series of a parsed API answer, its ``data``, or a list of them.
 
         Raises:
             ValueError: an error response, an unsupported result type, a malformed result.
@@ -272,105 +266,70 @@ class _Reader:
 
 
 def stream_json_file(path: Path, stager: SeriesStager) -> int:
-    """Stage the series of a file of Prometheus API responses; return how many documents it held.
+    """Stage the series of a file of Prometheus API answers; return how many answers it held.
 
-    One response, a list of them, or one per line (JSONL), plain or gzipped.
+    One answer (or its bare ``data``), a list of them, or one per line (JSONL),
+    plain or gzipped; an empty file or list holds none.
 
     Raises:
-        NotStreamable: a layout the walk does not follow (read the file another way).
-        ValueError: not valid JSON, or not a Prometheus API response of matrix or vector results.
+        ValueError: not valid JSON, or not Prometheus API answers of matrix or vector results.
     """
     with path.open("rb") as probe:
         packed = probe.read(2) == b"\x1f\x8b"
-    opener = gzip.open if packed else open
-    with opener(path, "rb") as f:
+    with (gzip.open if packed else open)(path, "rb") as f:
         r = _Reader(f)
-        docs = 0
+        answers = 0
         while (c := r.peek()) != "":
-            if c == "[":
+            if c != "[":
+                _answer(r, stager)
+                answers += 1
+                continue
+            r.pos += 1  # a list of answers
+            if r.peek() == "]":
                 r.pos += 1
-                if r.peek() == "]":
-                    r.pos += 1
-                    continue
-                while True:
-                    _document(r, stager)
-                    docs += 1
-                    if r.after_item("]"):
-                        break
-            elif c == "{":
-                _document(r, stager)
-                docs += 1
-            else:
-                raise NotStreamable
-        return docs  # none: an empty file or list, as read_json reads it
+                continue
+            while True:
+                _answer(r, stager)
+                answers += 1
+                if r.after_item("]"):
+                    break
+        return answers
 
 
-def _document(r: _Reader, stager: SeriesStager) -> None:
-    """One API response: its ``data`` streamed, its other keys read whole."""
+def _answer(r: _Reader, stager: SeriesStager) -> None:
+    """One answer, or its bare ``data``, judged as :func:`~analyzer.io.metric_formats.api_result` judges it."""
     if r.peek() != "{":
-        raise NotStreamable  # a list of lists, a bare number...: the usual reader says what it is
-    r.pos += 1
-    top: dict[str, Any] = {}
-    data_seen = data_ok = False
-    if r.peek() == "}":
-        r.pos += 1
-    else:
-        while True:
-            key = r.key()
-            if key == "data":
-                data_seen = True
-                if r.peek() == "{":
-                    data_ok = _data(r, stager)
-                else:
-                    r.value()
-            elif key in ("result", "resultType"):
-                raise NotStreamable  # bare data (no envelope): the usual reader
-            else:
-                top[key] = r.value()
-            if r.after_item("}"):
-                break
-    if top.get("status") == "error":
-        raise ValueError(f"a Prometheus error response: {top.get('errorType')}: {top.get('error')}")
-    if not data_seen or not data_ok:
-        raise ValueError("not a Prometheus API response (no data.result)")
+        stager.add_document(r.value())  # a list in a list, a number...: read whole, add_document says what it is
+        return
+    kind, result = api_result(_members(r, stager, envelope=True))
+    for series in result:  # what was not staged as it was read (a result before its resultType)
+        stager.add(kind, series)
 
 
-def _data(r: _Reader, stager: SeriesStager) -> bool:
-    """A ``data`` object, its ``result`` series handed to the stager one by one; whether it had a result."""
-    r.pos += 1
-    kind: Any = None
-    kind_seen = result_seen = False
+def _members(r: _Reader, stager: SeriesStager, envelope: bool) -> dict[str, Any]:
+    """An answer's object (``envelope``) or its ``data``, every member read whole but two:
+    ``data`` is walked the same way, and a ``result`` after a ``resultType`` of matrix or
+    vector is staged series by series (and kept as ``[]``), holding one series at a time."""
+    r.take("{")
+    out: dict[str, Any] = {}
     if r.peek() == "}":
         r.pos += 1
-        return False
+        return out
     while True:
         key = r.key()
-        if key == "resultType":
-            kind, kind_seen = r.value(), True
-        elif key == "result":
-            if not kind_seen:
-                raise NotStreamable  # the series' shape depends on a type not read yet
-            if kind not in ("matrix", "vector"):
-                raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
-            result_seen = True
-            c = r.peek()
-            if c == "[":
+        if key == "data" and envelope and r.peek() == "{":
+            out[key] = _members(r, stager, envelope=False)
+        elif key == "result" and out.get("resultType") in ("matrix", "vector") and r.peek() == "[":
+            r.pos += 1
+            if r.peek() == "]":
                 r.pos += 1
-                if r.peek() == "]":
-                    r.pos += 1
-                else:
-                    while True:
-                        stager.add(kind, r.value())
-                        if r.after_item("]"):
-                            break
             else:
-                value = r.value()
-                if value:  # `null` is no series; anything else is not a list of them
-                    raise ValueError(f"malformed {kind} result: {value!r:.80}")
+                while True:
+                    stager.add(out["resultType"], r.value())
+                    if r.after_item("]"):
+                        break
+            out[key] = []
         else:
-            r.value()
+            out[key] = r.value()
         if r.after_item("}"):
-            break
-    if result_seen and kind not in ("matrix", "vector"):
-        raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
-    return result_seen
+            return out

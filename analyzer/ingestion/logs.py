@@ -68,28 +68,28 @@ def _env_int(name: str) -> int | None:
 
 
 # A batch's size and how many are stored at once are taken from the connection
-# when a run starts (_Ingest.__init__); these override them ($ANALYZER_BATCH_LINES,
-# $ANALYZER_STORES, $ANALYZER_BATCH_BYTES).
+# when a run starts (_Ingest.__init__). The overrides below are for the tests and
+# the benchmarks (benchmarks/README.md lists the variables), not settings.
 #
 # Lines per batch (default: the rows of the connection's row groups, 61,440 for the
 # ingest's, analyzer.store.db.INGEST_ROW_GROUP_ROWS): whole row groups, so no commit
-# leaves a part-filled one; DuckDB appends that row by row through its WAL and
-# checkpoints it (measured: a third of the ingest once; a batch cut short, 7.0 s
-# against 5.4 s whole).
-BATCH_LINES: int | None = _env_int("ANALYZER_BATCH_LINES")
+# leaves a part-filled one, which DuckDB appends row by row through its WAL and
+# checkpoints, at a cost (benchmarks/README.md, "Figures behind rules in the code").
+# Tests set it to cut many batches out of a few lines.
+BATCH_LINES: int | None = None
 # Batches stored at once, each by a DuckDB connection of its own in a thread
 # (default: as many as keep DuckDB's 122,880 rows, one of its row groups, being
-# stored at once, at most two: two of the ingest's). Two use both cores: on a
-# week's one file, benchmarks/ingest.py's analyze-one and analyze-one-store rows
-# printed 21.00 s against 29.33 s (798 against 737 MB peak RSS).
+# stored at once, at most two: two of the ingest's). Two use both cores
+# (benchmarks/ingest.py's analyze-one-store row: $ANALYZER_STORES=1).
 _STORES: int | None = _env_int("ANALYZER_STORES")
 # The lines of the batches in flight (stored, or being read) stay under
 # _FLIGHT_BYTES together, so reading ahead holds about one typical batch more,
-# never more than this of the biggest.
+# never more than this of the biggest ($ANALYZER_FLIGHT_BYTES, for tests).
 _FLIGHT_BYTES = int(os.environ.get("ANALYZER_FLIGHT_BYTES", 320 * 1024 * 1024))
 # At most this many input bytes per batch (default: the flight budget shared by
 # the stores): bounds memory when records are long. Room for a whole batch of the
-# week's longest stretch of records (150 MB per 61,440 lines).
+# longest stretch of records of a production-shaped week ($ANALYZER_BATCH_BYTES,
+# for tests: small batches out of a few lines).
 BATCH_BYTES: int | None = _env_int("ANALYZER_BATCH_BYTES")
 # Bytes read at a time (a quarter of a batch of the two stores' size; reading is
 # not what bounds memory: the batches in flight are).
@@ -97,11 +97,6 @@ _READ_BLOCK = max(4096, min(8 * 1024 * 1024, (BATCH_BYTES or _FLIGHT_BYTES // 2)
 # Files up to this size (and never over the longest line kept) are read whole,
 # many at a time (S3 chunks are ~100 KB): one open and read each, one split per run.
 _SMALL_FILE = min(_READ_BLOCK, MAX_LINE_BYTES)
-# DuckDB threads while ingesting ($ANALYZER_STORE_THREADS; 0: DuckDB's own number).
-# One: an INSERT on two threads leaves two part row groups that are copied and
-# compressed again at its end (measured: more CPU, no less time); the store
-# connections use the cores instead.
-_STORE_THREADS = int(os.environ.get("ANALYZER_STORE_THREADS", 1))
 # Runs of small files read ahead of the batch DuckDB is storing.
 _RUNS_AHEAD = 3
 
@@ -208,7 +203,7 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
             report.files_unchanged += 1
             continue
         todo.append(_Todo(f, file_id))  # changed (a growing stdout log): read again; dedup keeps it single
-    if touched:  # one statement (a chmod -R of 9,834 chunks: 12.7 s one UPDATE each)
+    if touched:  # one statement, not one UPDATE per file (a chmod -R of a chunk folder touches thousands)
         pa, _ = arrow()
         con.register("_touched", pa.table({"file_id": pa.array([t[0] for t in touched], pa.int32()),
                                            "mtime": pa.array([t[1] for t in touched], pa.float64()),
@@ -455,7 +450,7 @@ class _Ingest:
         self.inflight.append(sealed)
         # Read ahead only into room for a whole row group of lines like these: a batch
         # of fewer rows is not written as its own row groups but appended row by row
-        # through the WAL at commit, then checkpointed (measured: seconds a batch).
+        # through the WAL at commit, then checkpointed, which costs more than storing it.
         whole = min(self.batch_bytes, int(1.1 * self.lines * sealed.nbytes / max(1, len(sealed.table))))
         while self.inflight and (len(self.inflight) >= self.in_flight or self._room() < whole):
             self._finish(self.inflight.popleft())
@@ -767,8 +762,7 @@ def ingest(
     if todo:
         # pyarrow's default allocator (mimalloc) keeps freed batches mapped; the
         # system allocator hands them back, which keeps a long ingest's peak memory
-        # near one batch (measured: ~100-200 MB less peak RSS on a week). Arrow is
-        # loaded only when there is something to read.
+        # near one batch. Arrow is loaded only when there is something to read.
         pa, _ = arrow()
         pa.set_memory_pool(pa.system_memory_pool())
     total = sum(t.source.size for t in todo)
@@ -815,8 +809,10 @@ def _discard_after_abort(con: duckdb.DuckDBPyConnection) -> None:
 def _ingest_settings(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """DuckDB's settings for storing batches (they are the database's, shared by its connections)."""
     before = con.execute("SELECT current_setting('threads'), current_setting('preserve_insertion_order')").fetchall()[0]
-    if _STORE_THREADS:
-        con.execute(f"SET threads = {_STORE_THREADS}")
+    # One thread: an INSERT on two leaves two part row groups that are copied and
+    # compressed again at its end (more CPU, no less time); the store connections
+    # use the cores instead.
+    con.execute("SET threads = 1")
     # Row order in `records` carries no meaning (file and line say where a record
     # came from); not keeping it lets DuckDB write row groups as they fill.
     con.execute("SET preserve_insertion_order = false")

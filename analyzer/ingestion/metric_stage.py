@@ -1,7 +1,7 @@
 """One input's samples in a staging table, their label sets interned, then stored once.
 
-Every reader (DuckDB's for CSV, JSON and big text scrapes; the Python parsers for
-the rest) fills the table ``_metric_stage`` of a scratch in-memory DuckDB (its
+Every reader (DuckDB's for CSV and big text scrapes, the series walk for API JSON,
+the Python parsers for the rest) fills the table ``_metric_stage`` of a scratch in-memory DuckDB (its
 own connection, so a reader that gives up on a file never aborts the caller's
 transaction, and it spills to a temporary directory beyond its memory limit)
 with one row per sample:
@@ -24,13 +24,13 @@ duplicate: a series has one value per instant.
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import duckdb
 
+from analyzer.core.interrupt import track
 from analyzer.io.metric_samples import KEPT_SPELLINGS, Sample, canonical_name, labels_json, pod_identity, target_of
 from analyzer.store.spill import scratch_spill_dir
 
@@ -64,12 +64,13 @@ class StageStats:
 
 
 #: The scratch database's memory bound, besides the analyzer's own (``ANALYZER_MEMORY_LIMIT``).
-SCRATCH_MEMORY = os.environ.get("ANALYZER_METRICS_MEMORY_LIMIT", "384MB")
+SCRATCH_MEMORY = "384MB"
 
 
 def open_stage() -> duckdb.DuckDBPyConnection:
     """A scratch in-memory DuckDB holding the empty staging tables; close it with :func:`close_stage`."""
     scratch = duckdb.connect()
+    track(scratch)  # a Ctrl-C stops a long read (a big CSV or scrape) instead of waiting for it
     spill = scratch_spill_dir("metrics-")  # in this run's folder: swept by a later run if this one is killed
     scratch.execute("SET TimeZone = 'UTC'")  # naive times in CSV are UTC, as everywhere
     scratch.execute("SET memory_limit = ?", [SCRATCH_MEMORY])
@@ -213,8 +214,8 @@ def store_stage(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnecti
     # wins, within an input the first point in order: `ord`, then the stage's row
     # order (insertion order is kept, and CSV rows all have ord 0). That order as one
     # HUGEINT when the numbers fit (src 31 bits, ord 63, rowid 32: always, short of four
-    # billion staged rows): the same minimum as the (src, ord, rowid) struct, and a
-    # third of the aggregation's time on a week of samples.
+    # billion staged rows): the same minimum as the (src, ord, rowid) struct, and cheaper
+    # to aggregate than it (benchmarks/README.md has the figure).
     first = ("(st.src::HUGEINT << 96) + (st.ord::HUGEINT << 32) + st.rowid" if packable
              else "(st.src, st.ord, st.rowid)")
     scratch.execute(f"""

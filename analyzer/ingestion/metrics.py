@@ -33,8 +33,7 @@ Progress = Callable[[int, int, str], None]
 class StagedFiles:
     """Metric files read into a scratch database, not yet stored (:func:`stage_metric_files`).
 
-    :func:`load_metrics` stores them (``staged=``) and closes the scratch
-    database; a caller that does not get that far calls :meth:`close`.
+    The caller stores them (:func:`~.metric_stage.store_stage`) and closes them.
     """
 
     scratch: duckdb.DuckDBPyConnection
@@ -47,28 +46,21 @@ class StagedFiles:
         close_stage(self.scratch)
 
 
-def stage_metric_files(paths: Iterable[str], progress: Progress | None = None,
-                       opened: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
-                       into: StagedFiles | None = None) -> StagedFiles:
+def stage_metric_files(paths: Iterable[str], progress: Progress | None = None) -> StagedFiles:
     """Read every metric file of ``paths`` into a scratch database; nothing is stored.
 
-    ``opened(scratch)`` is called once the scratch database exists (a caller in
-    another thread uses it to interrupt the reading); ``progress`` before each
-    file (an exception it raises stops the reading). ``into``: files staged
-    already, which these join (their scratch database; closed on failure).
+    ``progress`` is called before each file and now and then within a big one (an
+    exception it raises stops the reading).
 
     Raises:
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
     """
-    paths = list(paths)
-    files = discover_metric_files(paths)
+    files = discover_metric_files(list(paths))
     sizes = [f.stat().st_size for f in files]
     total = sum(sizes) or 1
     done = 0
-    staged = into if into is not None else StagedFiles(scratch=open_stage(), series=Series())  # labels interned once
+    staged = StagedFiles(scratch=open_stage(), series=Series())  # labels interned once for every file
     try:
-        if opened:
-            opened(staged.scratch)
         for path, size in zip(files, sizes):
             if progress:
                 progress(done, total, f"metrics {path.name}")

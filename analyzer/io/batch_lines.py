@@ -44,8 +44,7 @@ class LineBatch:
         # A run of slices of a vector or more stays one uncopied batch; shorter ones
         # (files read one by one: gzip chunks, say) are merged until a batch is worth
         # DuckDB's scan. (Merging the part-runs a seal cuts, a few thousand lines
-        # each, copied a quarter of a chunk folder's bytes: 350 of 1,230 MB, counted
-        # once by a throwaway wrapper around pa.concat_arrays.)
+        # each, too would copy a good part of a chunk folder's bytes.)
         cur: list[tuple] = []
         cur_lines = 0
         for g in groups:

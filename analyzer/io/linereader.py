@@ -43,10 +43,9 @@ def arrow():
 BLOCK_BYTES = 8 * 1024 * 1024
 #: The longest line kept; longer ones are reported and skipped (``$ANALYZER_MAX_LINE_BYTES``).
 #: Full-capture records with a long transcript run to tens of megabytes. 32 MiB is
-#: what DuckDB stores within the ingest's memory limit (analyzer.store.db.MEMORY_LIMIT,
-#: 384 MB), two stores at once: four 31 MiB records in one run took 651 MB peak
-#: RSS; one 55 MiB record ran DuckDB out of memory, and the whole run with it
-#: (a bound of 64 MiB before). Raise both together.
+#: what DuckDB stores within the ingest's memory limit (analyzer.store.db.MEMORY_LIMIT),
+#: two stores at once; a longer record can run DuckDB out of memory, and the whole
+#: run with it (docs/log-format.md). Raise both together.
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
 _BOM = b"\xef\xbb\xbf"
 _HEAD = 200

@@ -1,8 +1,9 @@
-"""Parsers for every metric input form, each yielding :class:`~analyzer.io.metric_samples.Sample`.
+"""The metric input forms: told apart, judged, and parsed in Python where Python reads them.
 
 - Prometheus HTTP API JSON: ``/api/v1/query_range`` (matrix) and ``/api/v1/query``
   (vector, or matrix for a range selector) responses, saved one per file, as a
-  JSON list of responses, or one per line (JSONL).
+  JSON list of responses, or one per line (JSONL). :func:`api_result` judges an
+  answer; :mod:`analyzer.ingestion.apistream` walks the files.
 - Text exposition, format 0.0.4 and OpenMetrics 1.0, parsed by prometheus-client.
   Samples without a timestamp get the scrape time: a timestamp in the file name
   (``20261116T140000Z``, ``2026-11-16T14-00-00Z``, epoch seconds) or else the file's
@@ -11,8 +12,9 @@
   epoch seconds (milliseconds when above 1e11), labels a JSON object or
   ``k=v,k=v`` (values optionally double-quoted).
 
-Parsers raise ``ValueError`` on malformed input; :func:`read_metrics_file` turns
-that into an :class:`~analyzer.core.errors.InputError` naming the file.
+Parsers raise ``ValueError`` on malformed input; :func:`read_metrics_file` (a CSV
+or a text scrape) turns that into an :class:`~analyzer.core.errors.InputError`
+naming the file.
 """
 
 from __future__ import annotations
@@ -78,52 +80,6 @@ def api_result(doc: Any) -> tuple[str, list]:
     if kind not in ("matrix", "vector"):
         raise ValueError(f"unsupported Prometheus resultType {kind!r} (want matrix or vector)")
     return kind, data["result"] or []
-
-
-def parse_prometheus_json(doc: Any) -> Iterator[Sample]:
-    """Samples of a Prometheus API response (matrix or vector), its ``data``, or a list of them.
-
-    Series without a ``__name__`` (the result of an expression like ``rate(...)``)
-    are yielded with an empty metric name, which storing skips (not a kept name:
-    :mod:`analyzer.ingestion.metric_stage`).
-
-    Raises:
-        ValueError: an error response, an unsupported result type, or a malformed result.
-    """
-    if isinstance(doc, list):
-        for item in doc:
-            yield from parse_prometheus_json(item)
-        return
-    kind, result = api_result(doc)
-    try:
-        for series in result:
-            labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
-            name = labels.pop("__name__", "")
-            pod = pod_identity(labels)
-            if kind == "matrix":
-                points = series.get("values") or []
-            else:
-                points = [series["value"]] if series.get("value") else []
-            for ts, value in points:
-                yield Sample(name, labels, round(float(ts) * US), float(value), pod)
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise ValueError(f"malformed {kind} result: {exc!r}") from exc
-
-
-def _json_documents(text: str) -> Iterator[Any]:
-    """One JSON document, or one per line (JSONL)."""
-    try:
-        yield json.loads(text)
-        return
-    except json.JSONDecodeError as whole_error:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if len(lines) < 2:
-            raise ValueError(f"not valid JSON: {whole_error}") from whole_error
-    for n, line in enumerate(lines, 1):
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {n}: not valid JSON: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------
@@ -295,7 +251,7 @@ def read_text(path: Path) -> str:
 
 
 def read_metrics_file(path: str | Path) -> FileRead:
-    """Parse one metrics file, whatever its form.
+    """Parse one CSV or text scrape (API JSON is walked by :mod:`analyzer.ingestion.apistream`).
 
     Raises:
         InputError: the file cannot be read or does not parse in its detected form.
@@ -308,9 +264,7 @@ def read_metrics_file(path: str | Path) -> FileRead:
     form = detect_form(text, p.name)
     notes: list[str] = []
     try:
-        if form == JSON:
-            samples = [s for doc in _json_documents(text) for s in parse_prometheus_json(doc)]
-        elif form == CSV:
+        if form == CSV:
             samples = list(parse_csv(text))
         else:
             default_ts = scrape_time_from_name(p)

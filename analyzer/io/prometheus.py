@@ -4,7 +4,7 @@ The analyzer asks for the series it reads, every spelling of a metric in one
 query (``{__name__=~"vllm:x|vllm_x"}``), through ``/api/v1/query_range``.
 Prometheus refuses a range query of more than 11,000 points per series, so the
 step is raised until the span fits. A query whose answer would exceed
-:func:`page_bytes_limit` (16 MiB) is asked again over shorter spans of the range,
+:data:`PAGE_BYTES` is asked again over shorter spans of the range,
 each answer handed on (staged) before the next is asked, so memory follows the
 page, not the week; one too big for a single instant is refused and the error
 says to narrow it with a selector. On a shared Prometheus a *selector* (label
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -37,8 +36,6 @@ from analyzer.core.durations import US, to_epoch_us, us_to_datetime
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.scrub import scrub
 from analyzer.core.urls import split_credentials
-from analyzer.io.metric_formats import parse_prometheus_json
-from analyzer.io.metric_samples import Sample
 from analyzer.io.promql import PromQLStringError, quote, re2_problem, unquote
 
 #: The metrics asked for, each with the spellings it arrives under (one query each).
@@ -121,24 +118,9 @@ MAX_POINTS = 11_000
 
 #: The most one answer may hold (bytes as read, decompressed): a range query whose answer
 #: would be bigger is asked again over shorter spans of time (pages), each answer staged
-#: before the next is asked; an answer over this for a single instant is refused.
-#: ``ANALYZER_PROMETHEUS_PAGE_BYTES`` sets it.
+#: before the next is asked, so memory follows the page; an answer over this for a single
+#: instant is refused.
 PAGE_BYTES = 16 * 1024 * 1024
-
-
-def page_bytes_limit() -> int:
-    """:data:`PAGE_BYTES`, or ``ANALYZER_PROMETHEUS_PAGE_BYTES`` when set (bytes, at least 64 KiB)."""
-    raw = os.environ.get("ANALYZER_PROMETHEUS_PAGE_BYTES", "").strip()
-    if not raw:
-        return PAGE_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 64 * 1024:
-        raise AnalyzerError(f"ANALYZER_PROMETHEUS_PAGE_BYTES must be a number of bytes of at least 65536, not {raw!r}",
-                            ExitCode.USAGE)
-    return value
 
 
 class _TooBig(Exception):
@@ -147,9 +129,8 @@ class _TooBig(Exception):
 
 @dataclass
 class RangeFetch:
-    """The samples a set of range queries returned, and how they were asked."""
+    """How a set of range queries was asked (the answers went to ``on_answer``)."""
 
-    samples: list[Sample]
     step_s: float
     queries: tuple[str, ...]
     warnings: list[str] = field(default_factory=list)
@@ -195,9 +176,9 @@ def fetch_range(
         transport: an httpx transport (tests).
         progress: called with ``(done, total, query)`` before each query.
         on_answer: given each answer (a parsed API response), which it stages
-            (raising ValueError on a malformed one); without it the samples are
-            collected in :attr:`RangeFetch.samples`.
-        page_bytes: the most one answer may hold (default :func:`page_bytes_limit`).
+            (raising ValueError on a malformed one); without it the answers are
+            only checked for ``status: success``.
+        page_bytes: the most one answer may hold (default :data:`PAGE_BYTES`).
 
     A query whose answer would be bigger than ``page_bytes`` is asked again over
     shorter spans of the range (a quarter as many points per series each time it
@@ -230,10 +211,10 @@ def fetch_range(
         queries = tuple(query_for(n, selector) for n in QUERY_NAMES)
     step_s = bounded_step(since_us, until_us, float(step))
     endpoint = url.rstrip("/") + "/api/v1/query_range"
-    out = RangeFetch([], step_s, tuple(queries), selector=selector)
+    out = RangeFetch(step_s, tuple(queries), selector=selector)
     if step_s != step:
         out.warnings.append(f"step raised from {step:g}s to {step_s:g}s to stay under {MAX_POINTS} points per query")
-    cap = page_bytes if page_bytes is not None else page_bytes_limit()
+    cap = page_bytes if page_bytes is not None else PAGE_BYTES
     # The evaluation times are since + k * step, k < points (Prometheus' own grid): a
     # page asks a run of them, so the pages together ask exactly what one query would.
     step_us = round(step_s * US)
@@ -259,8 +240,8 @@ def fetch_range(
                         raise AnalyzerError(
                             f"Prometheus at {url} answered more than {_mib(cap)} to {query!r} for a single instant "
                             f"({_instant(start_us)}): too many series for the analyzer to read; narrow the query "
-                            "with --prometheus-selector (e.g. namespace=\"llm\",job=\"vllm\"), or raise "
-                            "ANALYZER_PROMETHEUS_PAGE_BYTES", ExitCode.USAGE, param="selector") from None
+                            "with --prometheus-selector (e.g. namespace=\"llm\",job=\"vllm\")",
+                            ExitCode.USAGE, param="selector") from None
                     page, shrunk = max(1, n // 4), True
                     continue
                 # The server's own words can quote credentials (a remote store's URL or token).
@@ -268,8 +249,6 @@ def fetch_range(
                 try:
                     if on_answer is not None:
                         on_answer(doc)
-                    else:
-                        out.samples += list(parse_prometheus_json(doc))
                 except (ValueError, KeyError, TypeError) as exc:
                     raise AnalyzerError(f"Prometheus at {url}: unexpected answer to {query!r}: {scrub(str(exc))}",
                                         ExitCode.UPSTREAM) from exc

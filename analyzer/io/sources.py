@@ -117,23 +117,16 @@ class SourceFile:
     def fingerprint(self) -> str:
         """A hash of the size and the content: whole up to 1 MiB, else sampled (:func:`fingerprint_of`)."""
         if self._fingerprint is None:
-            self._fingerprint = self._read_fingerprint(_fingerprint)
+            try:
+                with open(self.path, "rb") as f:
+                    self._fingerprint = _fingerprint(f, self.size)
+            except OSError as exc:
+                raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
         return self._fingerprint
 
     def fingerprint_matches(self, stored: str | None) -> bool:
-        """Whether ``stored`` (a registry's fingerprint, of either method) is this file's now."""
-        if not stored:
-            return False
-        if stored.startswith(_FP_V2):
-            return self.fingerprint() == stored
-        return self._read_fingerprint(_fingerprint_v1) == stored  # registered before the sampled one
-
-    def _read_fingerprint(self, method) -> str:
-        try:
-            with open(self.path, "rb") as f:
-                return method(f, self.size)
-        except OSError as exc:
-            raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
+        """Whether ``stored`` (a registry's fingerprint) is this file's now."""
+        return bool(stored) and self.fingerprint() == stored
 
 
 # The fingerprint: sha256 of the size and of the whole content up to _FP_WHOLE
@@ -142,7 +135,8 @@ class SourceFile:
 # file is read (from the bytes in memory for a small one) and compared only when
 # a file's size, modification or change time differ from its registry row's
 # (analyzer.ingestion.logs._plan), so it costs a re-run over known files nothing.
-_FP_V2 = "2:"
+# A fingerprint starts with the method's mark: another method would get another.
+_FP_MARK = "2:"
 _FP_WHOLE = 1024 * 1024
 _FP_SAMPLES = 16
 _FP_SAMPLE = 4096
@@ -162,17 +156,7 @@ def _fingerprint(f, size: int) -> str:
     for offset, length in _fp_spans(size):
         f.seek(offset)
         h.update(f.read(length))
-    return _FP_V2 + h.hexdigest()
-
-
-def _fingerprint_v1(f, size: int) -> str:
-    """The fingerprint of registry rows written before the sampled one: size, first and last 64 KiB."""
-    h = hashlib.sha256(str(size).encode())
-    h.update(f.read(_PEEK))
-    if size > 2 * _PEEK:
-        f.seek(-_PEEK, os.SEEK_END)
-        h.update(f.read(_PEEK))
-    return h.hexdigest()
+    return _FP_MARK + h.hexdigest()
 
 
 def file_fingerprint(path: str | os.PathLike, size: int | None = None) -> str:
@@ -192,7 +176,7 @@ def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     h = hashlib.sha256(str(size).encode())
     for offset, length in _fp_spans(size):
         h.update(view[offset:offset + length])
-    return _FP_V2 + h.hexdigest()
+    return _FP_MARK + h.hexdigest()
 
 
 def starts_packed(path: str) -> bool:
@@ -222,9 +206,9 @@ def _inflate_head(path: str, head: bytes) -> bytes:
 _PREFIX_BYTES = tuple(p.encode() for p in RECORD_PREFIXES)
 # Every record prefix starts with a mark that is not ASCII, and the proxy's JSON is
 # ASCII (json.dumps escapes the rest): a head with none of the marks' first bytes
-# holds no prefix. One memchr per byte instead of a search per prefix: telling the
-# forms of 9,834 chunks, before any reading starts, went from 0.74-0.93 s to
-# 0.23-0.28 s (best of 3, as benchmarks/chunk_profile.py's `forms` line times it).
+# holds no prefix. One memchr per byte instead of a search per prefix: the forms of
+# every chunk of a folder are told before any reading starts (benchmarks/chunk_profile.py's
+# `forms` line times it).
 _PREFIX_LEADS = tuple({p[:1] for p in _PREFIX_BYTES})
 
 
@@ -313,10 +297,6 @@ _INPUT_SUFFIXES = tuple(sorted(x + gz for x in (*_TEXT_SUFFIXES, ".parquet") for
 def _looks_like_name(name: str) -> bool:
     """A file name that may hold logs or metrics (by its suffix; hidden files never)."""
     return name.endswith(_INPUT_SUFFIXES) and not name.startswith(".") and name not in _SKIP_NAMES
-
-
-def _looks_like_input(p: Path) -> bool:
-    return _looks_like_name(p.name)
 
 
 _NAME = operator.attrgetter("name")

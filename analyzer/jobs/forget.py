@@ -38,10 +38,12 @@ import duckdb
 
 from analyzer.classification.turns import refresh_turns
 from analyzer.classification.windows import write_windows
-from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.errors import AnalyzerError, DatabaseError, ExitCode
+from analyzer.core.isotime import parse_range
+from analyzer.core.paths import default_db_path
 from analyzer.ingestion.logs import ingest
 from analyzer.ingestion.metric_store import forget_sources
-from analyzer.store.db import transaction
+from analyzer.store.db import connect_writer, transaction
 from analyzer.store.holdings import DEFAULT_WEDGE_WINDOW_S, stored_wedge_window
 
 
@@ -68,10 +70,54 @@ class ForgetReport:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ForgetOptions:
+    """What ``analyze forget`` was asked: the files (paths, folders, globs as the database
+    holds them) and/or the range whose files go; checked when made.
+
+    Raises:
+        AnalyzerError: (usage) nothing said to forget, or a bad range (``names``: since, until).
+    """
+
+    paths: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    dry_run: bool = False
+    db: Path | None = None
+    since_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+    until_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.paths and self.since is None and self.until is None:
+            raise AnalyzerError("say what to forget: file paths (or folders, globs), and/or --since/--until",
+                                ExitCode.USAGE)
+        since_dt, until_dt = parse_range(self.since, self.until)
+        object.__setattr__(self, "since_dt", since_dt)
+        object.__setattr__(self, "until_dt", until_dt)
+
+
+def run_forget(opts: ForgetOptions) -> ForgetReport:
+    """``analyze forget``: select, remove and re-derive in the database (it must exist); the report.
+
+    Raises:
+        DatabaseError: no database there; AnalyzerError: (usage) a path that matches no file.
+    """
+    target = Path(opts.db) if opts.db is not None else default_db_path()
+    if not target.exists():
+        raise DatabaseError(f"no database at {target}")
+    con = connect_writer(target)
+    try:
+        return forget(con, list(opts.paths), since=opts.since_dt, until=opts.until_dt, dry_run=opts.dry_run)
+    finally:
+        con.close()
+
+
 def _candidates(given: str) -> list[str]:
     out = [given.rstrip("/") or "/"]
     if "://" not in given:
-        out.append(os.path.abspath(os.path.expanduser(given)).rstrip("/") or "/")
+        local = os.path.expanduser(given)
+        out.append(os.path.abspath(local).rstrip("/") or "/")
+        out.append(os.path.realpath(local).rstrip("/") or "/")  # ingest registers files by their real path
     return list(dict.fromkeys(out))
 
 

@@ -33,11 +33,18 @@ _URI = ("s3a://", "s3n://", "hdfs://", "abfs://", "abfss://", "gs://", "wasb://"
 
 @dataclass(frozen=True)
 class LakeBuildOptions:
-    """What ``analyze lake build`` was asked to do.
+    """What ``analyze lake build`` was asked to do; checked when made (nothing read, nothing started).
 
-    ``logs``: files, folders, globs and Spark URIs; ``metrics`` likewise (read in the
+    ``logs``: files, folders, globs and Spark URIs; ``lake``: the lake's folder (new,
+    empty, or a lake to add to); ``metrics``: metric files or folders (read in the
     driver); ``master``: Spark's master URL (None: spark-submit's, else ``local[*]``);
-    ``conf``: ``KEY=VALUE`` Spark settings; the rest as ``analyze`` takes them.
+    ``conf``: ``KEY=VALUE`` Spark settings; ``wedge_window``, ``model_map`` and
+    ``caller_deadline_s`` as ``analyze`` takes them (default: the lake's, else the analyzer's).
+
+    Raises:
+        AnalyzerError: (usage) an engine other than spark (``param="engine"``), no logs,
+            a lake path no engine could read back or not a local folder (``param="lake"``),
+            a bad wedge window, caller deadline, model map or setting (``param="conf"``).
     """
 
     logs: tuple[str, ...]
@@ -49,6 +56,39 @@ class LakeBuildOptions:
     wedge_window: str | None = None
     model_map: tuple[str, ...] = ()
     caller_deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise AnalyzerError(f"engine {self.engine!r}: a lake is built on spark; on DuckDB run "
+                                "`analyze LOGS --db DB`, then `analyze export --lake DIR --db DB`",
+                                ExitCode.USAGE, param="engine")
+        if not self.logs:
+            raise AnalyzerError("give the log files, folders or URIs to build the lake from", ExitCode.USAGE)
+        check_lake_path(self.lake, "lake")
+        if "://" in str(self.lake) or str(self.lake).startswith(("file:", "dbfs:")):
+            raise AnalyzerError(f"lake {self.lake}: a lake is built in a folder the driver and the executors "
+                                "reach at the same path (a shared file system on a cluster); copy it to object "
+                                "storage afterwards", ExitCode.USAGE, param="lake")
+        if self.wedge_window is not None:
+            parse_duration(self.wedge_window, "--wedge-window")
+        if self.caller_deadline_s is not None:
+            check_caller_deadline(self.caller_deadline_s)
+        self.model_mapping()
+        self.spark_conf()
+
+    def model_mapping(self) -> dict[str, str]:
+        """``model_map`` as a dict (log model to metric model)."""
+        return parse_model_map(self.model_map)
+
+    def spark_conf(self) -> dict[str, str]:
+        """``conf`` as a dict of Spark settings."""
+        conf = {}
+        for item in self.conf:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise AnalyzerError(f"conf {item!r}: expected KEY=VALUE", ExitCode.USAGE, param="conf")
+            conf[key.strip()] = value
+        return conf
 
 
 @dataclass
@@ -69,43 +109,19 @@ class LakeBuildReport:
         return dict(self.__dict__)
 
 
-def check_options(opts: LakeBuildOptions) -> tuple[dict[str, str], dict[str, str]]:
-    """Every option checked (nothing started yet); the model map and the Spark settings as dicts.
+def check_inputs(opts: LakeBuildOptions) -> None:
+    """What the options name on disk, checked before a JVM starts.
 
     Raises:
-        AnalyzerError: (usage) an unknown engine, no logs, a bad lake path, wedge
-            window, caller deadline, model map or setting; InputError: a local path
-            (log or metrics) that matches nothing.
+        AnalyzerError: (usage) the lake's folder is a file, or holds something other
+            than a lake; InputError: a local path (log or metrics) that matches nothing.
     """
-    if opts.engine not in ENGINES:
-        raise AnalyzerError(f"engine {opts.engine!r}: a lake is built on spark; on DuckDB run "
-                            "`analyze LOGS --db DB`, then `analyze export --lake DIR --db DB`",
-                            ExitCode.USAGE, param="engine")
-    if not opts.logs:
-        raise AnalyzerError("give the log files, folders or URIs to build the lake from", ExitCode.USAGE)
-    check_lake_path(opts.lake, "lake")
-    if "://" in opts.lake or opts.lake.startswith(("file:", "dbfs:")):
-        raise AnalyzerError(f"lake {opts.lake}: a lake is built in a folder the driver and the executors reach "
-                            "at the same path (a shared file system on a cluster); copy it to object storage "
-                            "afterwards", ExitCode.USAGE, param="lake")
     check_out_dir(opts.lake, "lake")
-    if opts.wedge_window is not None:
-        parse_duration(opts.wedge_window, "--wedge-window")
-    if opts.caller_deadline_s is not None:
-        check_caller_deadline(opts.caller_deadline_s)
-    mapping = parse_model_map(opts.model_map)
-    conf = {}
-    for item in opts.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise AnalyzerError(f"conf {item!r}: expected KEY=VALUE", ExitCode.USAGE, param="conf")
-        conf[key.strip()] = value
     local = [p for p in opts.logs if not p.startswith(_URI)]
     if local:
         discover_inputs(local)  # a path that matches nothing is said before Spark starts
     if opts.metrics:
         check_metric_paths(list(opts.metrics))
-    return mapping, conf
 
 
 def build_lake_job(opts: LakeBuildOptions) -> LakeBuildReport:
@@ -115,10 +131,11 @@ def build_lake_job(opts: LakeBuildOptions) -> LakeBuildReport:
     (spark-submit, a notebook): then it is used, and left running.
 
     Raises:
-        AnalyzerError: as :func:`check_options`; (usage) pyspark missing; the errors
+        AnalyzerError: as :func:`check_inputs`; (usage) pyspark missing; the errors
             of :func:`analyzer.outputs.spark_lake.build_lake`.
     """
-    mapping, conf = check_options(opts)
+    check_inputs(opts)
+    mapping, conf = opts.model_mapping(), opts.spark_conf()
     try:
         # pyspark (and a JVM behind it) only for a build: the spark extra.
         from pyspark.sql import SparkSession

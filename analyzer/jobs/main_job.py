@@ -1,12 +1,14 @@
 """The main job: ingest, load metrics, classify, summarize; or the summary of what a database holds.
 
 :func:`run_main_job` is ``analyze FILES...`` without the printing: every option
-checked before any work, the logs ingested (the ``--metrics`` files read beside
-them), metrics loaded, every turn classified, the summary made.
+checked before any work, the logs ingested, then the metrics loaded, every turn
+classified, the summary made.
 :func:`summary_of_database` is ``analyze --db X`` with nothing to read. How a
 running job is shown (progress bars, diagnostics, warnings) is the caller's,
-given as a :class:`JobView`: :mod:`analyzer.cli.run` gives the terminal's, a
-script none. Scripts and notebooks also call :func:`ingest_only` (or
+given as a :class:`JobView`: :mod:`analyzer.cli.terminal.progress` gives the
+terminal's, a script none. :func:`run` is the command's use case (the job, or the
+stored summary when there is nothing to read); :func:`check_outcome` its exit
+after the summary is shown. Scripts and notebooks also call :func:`ingest_only` (or
 :func:`analyzer.ingest`).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -27,13 +30,13 @@ from analyzer.core.safetext import terminal_text
 from analyzer.ingestion.logs import IngestReport, ingest
 from analyzer.ingestion.metric_readers import check_metric_paths
 from analyzer.ingestion.metric_store import parse_model_map
-from analyzer.ingestion.metrics import stage_metric_files
-from analyzer.ingestion.metrics_ahead import StagingAhead, worth_staging_ahead
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.sources import Discovered, discover_inputs
 from analyzer.jobs.metrics import load_metrics, load_prometheus
+from analyzer.outputs.oncall import check_fail_on, parse_fail_on
 from analyzer.outputs.summary import build_summary, filter_notes, resolve_models
 from analyzer.outputs.summary_cache import cached_summary
+from analyzer.outputs.verdict import next_steps
 from analyzer.store.db import connect_writer, discarded
 from analyzer.store.holdings import (
     changes, describe_seconds, holdings, plan_wedge_window, store_wedge_window, stored_wedge_window)
@@ -42,10 +45,15 @@ from analyzer.store.holdings import (
 @dataclass(frozen=True)
 class RunOptions:
     """What ``analyze FILES...`` (``analyze run``) was asked to do: one object from the
-    command line to the job, instead of the same options passed on by hand at each step.
+    command line (or a script) to the job, checked when it is made.
 
     ``model_patterns`` are ``--model`` as given: names or LIKE patterns (``glm%``),
-    resolved to the models the database holds when the summary is made.
+    resolved to the models the database holds when the summary is made. Made with a
+    bad value (a reversed range, a malformed duration or threshold, a selector
+    without a Prometheus URL), it raises before any work: no database is created.
+
+    Raises:
+        AnalyzerError: (usage) a bad option, naming its parameter (``param``/``names``).
     """
 
     files: tuple[str, ...] = ()
@@ -64,11 +72,64 @@ class RunOptions:
     model_map: tuple[str, ...] = ()
     fail_on: tuple[str, ...] = ()
     caller_deadline_s: float | None = None
+    # What the checks made of the text above (not given by the caller).
+    since_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+    until_dt: datetime | None = field(init=False, default=None, repr=False, compare=False)
+    wedge_window_s: float | None = field(init=False, default=None, repr=False, compare=False)
+    deadline_s: float = field(init=False, default=60.0, repr=False, compare=False)
+    thresholds: tuple = field(init=False, default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = {
+            "thresholds": tuple(parse_fail_on(list(self.fail_on))),  # a malformed threshold fails before any work
+            "wedge_window_s": parse_duration(self.wedge_window, "--wedge-window") if self.wedge_window else None,
+            "deadline_s": parse_duration(self.prometheus_timeout, "--prometheus-timeout"),
+        }
+        derived["since_dt"], derived["until_dt"] = parse_range(self.since, self.until)
+        if self.caller_deadline_s is not None:
+            try:
+                check_caller_deadline(self.caller_deadline_s)
+            except ValueError as exc:
+                raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+        if self.prometheus_selector:
+            if not self.prometheus:
+                raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
+            parse_selector(self.prometheus_selector)
+        parse_model_map(list(self.model_map))
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
     @property
     def reads_inputs(self) -> bool:
         """Logs, metric files or a Prometheus to read; else the run prints what the database holds."""
         return bool(self.files or self.metrics or self.prometheus)
+
+
+#: The library's parameters as ``analyze run`` spells them (for :func:`analyzer.cli.options.naming`).
+RUN_FLAGS = {"selector": "--prometheus-selector", "url": "--prometheus", "timeout": "--prometheus-timeout",
+             "model_map": "--model-map", "since": "--since", "until": "--until", "models": "--model",
+             "specs": "--fail-on", "thresholds": "--fail-on"}
+
+
+def run(opts: RunOptions, view: "JobView | None" = None) -> tuple[dict, IngestReport | None]:
+    """``analyze FILES...``: the main job when there is something to read, else the summary of
+    what the database holds; (summary, ingest report or None)."""
+    if opts.reads_inputs:
+        return run_main_job(opts, view or JobView())
+    return summary_of_database(opts), None
+
+
+def check_outcome(opts: RunOptions, summary: dict, report: IngestReport | None) -> None:
+    """After the summary is shown: ``--strict`` with a skipped input file exits 8, a crossed
+    ``--fail-on`` threshold exits 7.
+
+    Raises:
+        AnalyzerError: exit 8 (``--strict``: files skipped; the good ones were committed), exit 7 (a threshold).
+    """
+    if opts.strict and report is not None and report.skipped_files:
+        raise AnalyzerError(f"{len(report.skipped_files)} input file(s) skipped (--strict)", ExitCode.SKIPPED)
+    if opts.thresholds:
+        check_fail_on(summary, opts.thresholds)
 
 
 def _no_progress() -> AbstractContextManager[None]:
@@ -101,45 +162,24 @@ def run_main_job(opts: RunOptions, view: JobView = JobView()) -> tuple[dict, Ing
     Raises:
         AnalyzerError: a bad option (usage); InputError: every input skipped.
     """
-    since_dt, until_dt = parse_range(opts.since, opts.until)
-    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
-    if opts.caller_deadline_s is not None:
-        try:
-            check_caller_deadline(opts.caller_deadline_s)
-        except ValueError as exc:
-            raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
-    deadline_s = parse_duration(opts.prometheus_timeout, "--prometheus-timeout")
-    if opts.prometheus_selector:
-        if not opts.prometheus:
-            raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)
-        parse_selector(opts.prometheus_selector)
+    since_dt, until_dt, requested_w, deadline_s = opts.since_dt, opts.until_dt, opts.wedge_window_s, opts.deadline_s
     if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
         check_metric_paths(list(opts.metrics))
     sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
-    # Beside small logs the metric files are read (into a scratch database) from
-    # now on, while the database opens and the logs are ingested; the metrics' load
-    # takes what was read. Abandoned on the way out whatever happened (a failed
-    # connect or ingest, Ctrl-C): nothing once the load took it.
-    ahead = StagingAhead(list(opts.metrics)) if worth_staging_ahead(list(opts.metrics), sources.files) else None
+    con = connect_writer(opts.db)
     try:
-        con = connect_writer(opts.db)
-        try:
-            return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
-                        deadline_s=deadline_s, view=view, ahead=ahead)
-        finally:
-            con.close()
+        return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
+                    deadline_s=deadline_s, view=view)
     finally:
-        if ahead is not None:
-            ahead.abandon()
+        con.close()
 
 
-def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s, view: JobView,
-         ahead: StagingAhead | None) -> tuple[dict, IngestReport]:
+def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s,
+         view: JobView) -> tuple[dict, IngestReport]:
     """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report).
 
     ``since_dt``/``until_dt``, ``requested_w`` and ``deadline_s`` are ``opts``'
-    values already checked; ``ahead``: the ``--metrics`` files being read since the
-    run began, for the metrics' load (the caller abandons it on the way out).
+    values already checked.
     """
     before = holdings(con)
     stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
@@ -151,8 +191,7 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     with view.loading_metrics() as mprogress:
         metric_loads = load_run_metrics(con, report, metrics, opts.prometheus, list(opts.model_map), stored_w,
                                         since_dt, until_dt, force=opts.save_wedge_window,
-                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress,
-                                        ahead=ahead)
+                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress)
     for load in metric_loads:
         for warning in load.warnings:
             view.warn(warning)
@@ -166,6 +205,7 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     summary["ingest"] = report.to_dict()
     summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
     summary["notes"] = changes(before, summary["database"]) + summary.get("notes", [])
+    summary["next"] = next_steps(None if opts.db is None else str(opts.db))
     return summary, report
 
 
@@ -192,8 +232,7 @@ def summary_of_database(opts: RunOptions) -> dict:
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    since_dt, until_dt = parse_range(opts.since, opts.until)
-    requested_w = parse_duration(opts.wedge_window, "--wedge-window") if opts.wedge_window else None
+    since_dt, until_dt, requested_w = opts.since_dt, opts.until_dt, opts.wedge_window_s
     target = Path(opts.db) if opts.db is not None else default_db_path()
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
@@ -208,8 +247,11 @@ def summary_of_database(opts: RunOptions) -> dict:
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
-        return summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
-                                one_off_wedge_s=one_off_w, records_signature=classified.records_signature)
+        summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt,
+                                   until=until_dt, one_off_wedge_s=one_off_w,
+                                   records_signature=classified.records_signature)
+        summary["next"] = next_steps(None if opts.db is None else str(opts.db))
+        return summary
     finally:
         con.close()
 
@@ -250,28 +292,19 @@ def summarize_stored(con, *, model_patterns, since, until, one_off_wedge_s: floa
 
 
 def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map, wedge_window, since, until, *,
-                     force: bool = False, selector=None, deadline_s=60.0, progress=None, ahead=None) -> list:
+                     force: bool = False, selector=None, deadline_s=60.0, progress=None) -> list:
     """Load metric files and/or query Prometheus, then (re)compute the pod windows.
 
     Without metric options, windows are still recomputed when new log records
     arrived and samples are stored: logged requests are demand in the wedge rule.
-    ``ahead``: a :class:`analyzer.ingestion.metrics_ahead.StagingAhead` reading the
-    ``--metrics`` files since the run began (the metric files found among the logs,
-    ``ingested.metric_files``, are read into the same stage); its result is taken here, and the caller
-    abandons it whatever happens (which does nothing once it was taken). Returns
-    the loads; their ``warnings`` (coarse samples, pods without a model, ...) are
-    the caller's to show.
+    ``metrics`` holds the metric files found among the logs too. Returns the
+    loads; their ``warnings`` (coarse samples, pods without a model, ...) are the
+    caller's to show.
     """
     mapping = parse_model_map(model_map)
     loads = []
     if metrics or (model_map and not prometheus):
-        staged = None
-        if ahead is not None:
-            staged = ahead.result()
-            if ingested.metric_files:  # metric files found among the logs: read into the same stage
-                stage_metric_files(ingested.metric_files, progress, into=staged)
-        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress,
-                                  staged=staged))
+        loads.append(load_metrics(con, metrics or [], wedge_window=wedge_window, model_map=mapping, progress=progress))
     if prometheus:
         loads.append(load_prometheus(con, prometheus, since, until, wedge_window=wedge_window, model_map=mapping,
                                      selector=selector, timeout=deadline_s, progress=progress))

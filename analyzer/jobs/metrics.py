@@ -30,7 +30,7 @@ from analyzer.core.scrub import scrub
 from analyzer.core.urls import public_url
 from analyzer.ingestion.metric_stage import Series, StageStats, close_stage, open_stage, seal_input, store_stage
 from analyzer.ingestion.metric_store import store_model_map
-from analyzer.ingestion.metrics import Progress, StagedFiles, stage_metric_files
+from analyzer.ingestion.metrics import Progress, stage_metric_files
 from analyzer.store.db import transaction
 
 __all__ = ["MetricsReport", "load_metrics", "load_prometheus"]
@@ -81,7 +81,6 @@ def load_metrics(
     wedge_window: str | float = "5m",
     model_map: dict[str, str] | None = None,
     progress: Progress | None = None,
-    staged: StagedFiles | None = None,
 ) -> MetricsReport:
     """Load metric files into ``metric_samples`` and recompute ``pod_windows``.
 
@@ -91,25 +90,17 @@ def load_metrics(
         wedge_window: how long a flat counter under demand makes a wedge (``"5m"``).
         model_map: log ``model`` -> metric ``model_name`` where they differ (stored).
         progress: called with ``(done, total, what)`` per file and for the windows.
-        staged: ``paths`` already read by :func:`stage_metric_files` (this call
-            stores them and closes the scratch database).
 
     All files load in one transaction: a file that does not parse leaves the
-    database as it was. Loading a file again stores nothing new. CSV and JSON go
-    through DuckDB's readers, big text scrapes stream (see :mod:`analyzer.ingestion.metric_readers`).
+    database as it was. Loading a file again stores nothing new. Each form has
+    its reader (see :mod:`analyzer.ingestion.metric_readers`).
 
     Raises:
         InputError: a path matches nothing, a file does not parse, or a file is a proxy log.
         AnalyzerError: (usage) a bad ``wedge_window``.
     """
-    try:
-        w_s = parse_duration(wedge_window, "--wedge-window")
-    except BaseException:
-        if staged is not None:
-            staged.close()
-        raise
-    if staged is None:
-        staged = stage_metric_files(paths, progress)
+    w_s = parse_duration(wedge_window, "--wedge-window")
+    staged = stage_metric_files(paths, progress)
     report = MetricsReport(wedge_window_s=w_s, sources=list(staged.sources), warnings=list(staged.warnings))
     try:
         with transaction(con):

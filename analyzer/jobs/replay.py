@@ -68,6 +68,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -77,6 +78,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
 
+from analyzer.classification.turns import ensure_turns
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.focus import is_glm, like_match
 from analyzer.core.isotime import iso_utc
@@ -88,6 +90,7 @@ from analyzer.online import (
     ORIGINAL,
     Attempt,
     LadderResult,
+    LadderSettings,
     arun_ladder,
     decide,
     features_from_exchange,
@@ -96,7 +99,7 @@ from analyzer.online import (
 )
 from analyzer.online.ladder import TRANSPORT_ERROR
 from analyzer.store.asking import ask
-from analyzer.store.db import transaction
+from analyzer.store.db import connect_writer, transaction
 
 #: Statuses of the *first* call that mean the replay is misconfigured (bad key,
 #: wrong URL, unknown model), not that the model failed: they stop the replay.
@@ -593,6 +596,10 @@ async def areplay(
     scrub = scrubber(api_key)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     limiter = RateLimiter(rate)
+    # models=None: the turns to replay were chosen already (--only-model), so the
+    # proxy's model gate does not apply here.
+    settings = LadderSettings(rungs=plan.rungs, models=None, max_attempts=1 + len(plan.rungs),
+                              time_budget_s=time_budget_s)
     sem = asyncio.Semaphore(concurrency)
     replayed_at = datetime.now(timezone.utc).replace(tzinfo=None)
     outcomes: dict[str, TurnOutcome] = {}
@@ -615,10 +622,7 @@ async def areplay(
                     return
                 t0 = time.monotonic()
                 try:
-                    # models=None: the turns to replay were chosen already (--only-model), so
-                    # the proxy's model gate does not apply here.
-                    result = await arun_ladder(turn.payload, send, rungs=plan.rungs, models=None,
-                                               max_attempts=1 + len(plan.rungs), time_budget_s=time_budget_s)
+                    result = await arun_ladder(turn.payload, send, settings)
                 except unreachable as exc:
                     fatal.append(f"cannot reach the replay endpoint {public}: {type(exc).__name__}: {scrub(str(exc)) or 'no detail'}")
                     return
@@ -686,3 +690,93 @@ def nothing_replayed_doc(plan: ReplayPlan, url: str) -> dict[str, Any]:
     return {"endpoint": public_endpoint(url), "dry_run": False, "turns": [],
             "skipped": [_skipped_dict(s) for s in plan.skipped], "not_captured": plan.not_captured,
             "per_rung": [], "outcomes": {}, "stored_attempts": 0, "not_recovered_from_logs": list(NOT_RECOVERED)}
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What ``analyze replay`` was asked; checked when made (the endpoint's URL built, the
+    API key read from its environment variable, the tools file read).
+
+    ``endpoint`` is required unless ``dry_run``; ``api_key_env`` names the variable
+    holding the key (never the key itself: it would show in a process list);
+    ``only_models``: names or LIKE patterns of logged models to replay (default:
+    the GLM models); ``model``: the name to send instead of the logged one.
+
+    Raises:
+        AnalyzerError: (usage) a bad value, naming its parameter.
+    """
+
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    dry_run: bool = False
+    limit: int | None = None
+    concurrency: int = 2
+    rate: float = 2.0
+    model: str | None = None
+    only_models: tuple[str, ...] = ()
+    tools_file: Path | None = None
+    flatten: bool = False
+    timeout_s: float = 300.0
+    time_budget_s: float = 120.0
+    db: Path | None = None
+    url: str | None = field(init=False, default=None, repr=False, compare=False)
+    api_key: str | None = field(init=False, default=None, repr=False, compare=False)
+    tools: dict | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise AnalyzerError("limit must be at least 1", ExitCode.USAGE, param="limit")
+        if self.rate is not None and self.rate < 0:
+            raise AnalyzerError("rate must be >= 0 (0: no bound)", ExitCode.USAGE, param="rate")
+        if self.concurrency < 1:
+            raise AnalyzerError("concurrency must be at least 1", ExitCode.USAGE, param="concurrency")
+        if not self.dry_run and not self.endpoint:
+            raise AnalyzerError("endpoint URL is required (or use a dry run to see what would be sent)",
+                                ExitCode.USAGE, param="endpoint")
+        api_key = None
+        if not self.dry_run and self.api_key_env:
+            api_key = os.environ.get(self.api_key_env)
+            if not api_key:
+                raise AnalyzerError(f"the environment variable {self.api_key_env} is not set or empty",
+                                    ExitCode.USAGE, param="api_key_env")
+            check_api_key(api_key, f"the API key in ${self.api_key_env}")
+        object.__setattr__(self, "url", endpoint_url(self.endpoint) if self.endpoint else None)
+        object.__setattr__(self, "api_key", api_key)
+        object.__setattr__(self, "tools", load_tools_file(self.tools_file) if self.tools_file else None)
+
+
+@dataclass
+class ReplayRun:
+    """What ``analyze replay`` did: the plan, and the report of what was sent (None for a dry
+    run or when no turn was eligible); ``doc`` is what ``--json`` prints."""
+
+    plan: ReplayPlan
+    url: str | None
+    report: ReplayReport | None
+    doc: dict[str, Any]
+    dry_run: bool
+
+
+def run_replay(opts: ReplayOptions) -> ReplayRun:
+    """``analyze replay``: plan the eligible turns, then (unless a dry run) send, store and report.
+
+    Raises:
+        AnalyzerError: (no input) a database without records; (upstream) the endpoint
+            cannot be reached or refuses the first call.
+    """
+    con = connect_writer(opts.db)
+    try:
+        ensure_turns(con)
+        if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
+            raise AnalyzerError("the database holds no records; run `analyze FILES...` first", ExitCode.NO_INPUT)
+        plan = plan_replay(con, only_models=list(opts.only_models) or None, limit=opts.limit, tools=opts.tools,
+                           model=opts.model, flatten=opts.flatten)
+        if opts.dry_run:
+            return ReplayRun(plan, opts.url, None, dry_run_doc(plan, opts.url), True)
+        if not plan.turns:
+            return ReplayRun(plan, opts.url, None, nothing_replayed_doc(plan, opts.url), False)
+        report = replay(con, plan, opts.url, api_key=opts.api_key, concurrency=opts.concurrency,
+                        rate=opts.rate or None, timeout_s=opts.timeout_s, time_budget_s=opts.time_budget_s)
+    finally:
+        con.close()
+    return ReplayRun(plan, opts.url, report, report.to_dict(), False)

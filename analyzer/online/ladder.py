@@ -41,7 +41,8 @@ headers: ``send`` returns the decoded body); ``upstream_headers`` keeps what
 ``send`` returned.
 
 The ladder is transport-agnostic: the caller passes ``send(payload) -> (status,
-headers, body)`` (a coroutine function for :func:`arun_ladder`). One state machine,
+headers, body)`` (a coroutine function for :func:`arun_ladder`), and one
+:class:`LadderSettings` made for the deployment. One state machine,
 :func:`_ladder_steps`, drives both the sync and the async runner, so the two cannot
 drift apart.
 
@@ -514,27 +515,15 @@ def _error_text(exc: BaseException) -> str:
     return text[:500]
 
 
-def _ladder_steps(
-    payload: Mapping[str, Any],
-    *,
-    rungs: tuple[str, ...],
-    length_recovery: bool,
-    max_attempts: int | None,
-    time_budget_s: float,
-    answer_reserve: int,
-    clock: Callable[[], float],
-    deadline: float | None,
-    min_attempt_s: float,
-    models: tuple[str, ...] | None,
-    templates: Mapping[str, str] | None = None,
-    repair_reasoning: bool = True,
-) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
-    armed = model_matches(payload.get("model") if isinstance(payload, Mapping) else None, models)
-    result = yield from _climb(payload, armed, rungs=rungs, length_recovery=length_recovery,
-                               max_attempts=max_attempts, time_budget_s=time_budget_s,
-                               answer_reserve=answer_reserve, clock=clock, deadline=deadline,
-                               min_attempt_s=min_attempt_s, templates=templates, repair=repair_reasoning)
-    if armed and repair_reasoning:
+def _ladder_steps(payload: Mapping[str, Any], settings: "LadderSettings", deadline: float | None
+                  ) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
+    armed = model_matches(payload.get("model") if isinstance(payload, Mapping) else None, settings.model_patterns)
+    result = yield from _climb(payload, armed, rungs=settings.rung_order, length_recovery=settings.length_recovery,
+                               max_attempts=settings.max_attempts, time_budget_s=settings.time_budget_s,
+                               answer_reserve=settings.answer_reserve, clock=settings.clock, deadline=deadline,
+                               min_attempt_s=settings.min_attempt_s, templates=settings.templates,
+                               repair=settings.repair_reasoning)
+    if armed and settings.repair_reasoning:
         _repair_answer(result)
     return result
 
@@ -710,23 +699,13 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _check_bounds(max_attempts: Any, time_budget_s: Any, answer_reserve: Any = 0, deadline: Any = None,
-                  time_left_s: Any = None, min_attempt_s: Any = DEFAULT_MIN_ATTEMPT_S) -> None:
-    """Reject ladder settings that cannot mean what they say (NaN budgets, 0 attempts, ...)."""
-    if max_attempts is not None and (not isinstance(max_attempts, int) or isinstance(max_attempts, bool)
-                                     or max_attempts < 1):
-        raise ValueError(f"max_attempts must be a positive integer or None, got {max_attempts!r}")
-    # NaN compares false with everything, so `NaN <= 0` would let it through as "no budget".
-    if not _is_number(time_budget_s) or math.isnan(time_budget_s) or time_budget_s <= 0:
-        raise ValueError(f"time_budget_s must be a positive number of seconds (inf: no bound), got {time_budget_s!r}")
-    if not isinstance(answer_reserve, int) or isinstance(answer_reserve, bool) or answer_reserve < 0:
-        raise ValueError(f"answer_reserve must be a non-negative integer, got {answer_reserve!r}")
+def _check_call(deadline: Any, time_left_s: Any, clock: Callable[[], float]) -> None:
+    """Reject a call's deadline that cannot mean what it says (NaN, inf, on another clock)."""
     if deadline is not None and (not _is_number(deadline) or not math.isfinite(deadline)):
         raise ValueError(f"deadline must be a finite time on the ladder's clock, got {deadline!r}")
     if time_left_s is not None and (not _is_number(time_left_s) or math.isnan(time_left_s)):
         raise ValueError(f"time_left_s must be a number of seconds, got {time_left_s!r}")
-    if not _is_number(min_attempt_s) or not math.isfinite(min_attempt_s) or min_attempt_s < 0:
-        raise ValueError(f"min_attempt_s must be a non-negative number of seconds, got {min_attempt_s!r}")
+    _check_deadline_clock(deadline, clock)
 
 
 def _check_deadline_clock(deadline: Any, clock: Callable[[], float]) -> None:
@@ -759,31 +738,12 @@ def _rungs_for(flatten: bool, rungs: Iterable[str] | None) -> tuple[str, ...]:
     return out
 
 
-def run_ladder(
-    payload: Mapping[str, Any],
-    send: Send,
-    *,
-    flatten: bool = False,
-    rungs: Iterable[str] | None = None,
-    length_recovery: bool = False,
-    max_attempts: int | None = None,
-    time_budget_s: float = 120.0,
-    answer_reserve: int = 256,
-    deadline: float | None = None,
-    time_left_s: float | None = None,
-    min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
-    clock: Callable[[], float] = time.monotonic,
-    models: Iterable[str] | None = LADDER_MODELS,
-    templates: Mapping[str, str] | None = None,
-    repair_reasoning: bool = True,
-) -> LadderResult:
-    """Send ``payload``; if the answer triggers the ladder, retry down the rungs.
+@dataclass(frozen=True)
+class LadderSettings:
+    """How the ladder runs: one object for a deployment (made once, at the proxy's start), shared by
+    :func:`run_ladder` and :func:`arun_ladder`; checked when made (``ValueError``).
 
-    Args:
-        payload: the chat-completions request (not mutated).
-        send: ``send(payload) -> (status, headers, body)``; may raise on transport
-            failure. An exception on the original call propagates unchanged; any
-            other result, however malformed, is classified and never raised on.
+    Attributes:
         flatten: also try the opt-in ``flatten_transcript`` rung.
         rungs: an explicit rung order (overrides ``flatten``).
         length_recovery: also retry ``length-with-no-content`` (thinking budget,
@@ -795,15 +755,10 @@ def run_ladder(
             positive number, ``math.inf`` for no bound (NaN is refused).
         answer_reserve: tokens kept for the visible answer by the
             ``thinking_budget`` rung.
-        deadline: when the caller gives up, on ``clock``'s timeline (e.g.
-            ``time.monotonic()`` at the request's arrival + 300).
-        time_left_s: the same as seconds the caller has left now; with both, the
-            earlier wins.
-        min_attempt_s: no rung starts with less than this left before the
+        min_attempt_s: no rung starts with less than this left before the call's
             deadline (outcome ``deadline``).
-        clock: a monotonic clock in seconds (injectable for tests). A
-            ``deadline`` more than a day ahead of ``clock()`` is refused
-            (``ValueError``): it is ``time.time()``-based, not on this clock.
+        clock: a monotonic clock in seconds (injectable for tests); a call's
+            ``deadline`` is on it.
         models: case-insensitive ``fnmatch`` patterns for ``payload["model"]``:
             the ladder is armed only for a matching model (default
             :data:`LADDER_MODELS`, GLM); None arms it for every model. Any other
@@ -817,6 +772,64 @@ def run_ladder(
             the content of the answer passed on (text before ``</think>`` to
             ``reasoning_content``; an answer without think tags is passed on byte
             for byte); ``reasoning_repaired`` says it happened.
+    """
+
+    flatten: bool = False
+    rungs: Iterable[str] | None = None
+    length_recovery: bool = False
+    max_attempts: int | None = None
+    time_budget_s: float = 120.0
+    answer_reserve: int = 256
+    min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S
+    clock: Callable[[], float] = time.monotonic
+    models: Iterable[str] | None = LADDER_MODELS
+    templates: Mapping[str, str] | None = None
+    repair_reasoning: bool = True
+    #: The rungs in the order they are tried, and ``models`` as patterns: what the checks made of the above.
+    rung_order: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
+    model_patterns: tuple[str, ...] | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        m = self.max_attempts
+        if m is not None and (not isinstance(m, int) or isinstance(m, bool) or m < 1):
+            raise ValueError(f"max_attempts must be a positive integer or None, got {m!r}")
+        # NaN compares false with everything, so `NaN <= 0` would let it through as "no budget".
+        b = self.time_budget_s
+        if not _is_number(b) or math.isnan(b) or b <= 0:
+            raise ValueError(f"time_budget_s must be a positive number of seconds (inf: no bound), got {b!r}")
+        r = self.answer_reserve
+        if not isinstance(r, int) or isinstance(r, bool) or r < 0:
+            raise ValueError(f"answer_reserve must be a non-negative integer, got {r!r}")
+        a = self.min_attempt_s
+        if not _is_number(a) or not math.isfinite(a) or a < 0:
+            raise ValueError(f"min_attempt_s must be a non-negative number of seconds, got {a!r}")
+        check_templates(self.templates)
+        if not isinstance(self.repair_reasoning, bool):
+            raise ValueError(f"repair_reasoning must be true or false, got {self.repair_reasoning!r}")
+        object.__setattr__(self, "rung_order", _rungs_for(self.flatten, self.rungs))
+        object.__setattr__(self, "model_patterns", model_patterns(self.models))
+
+
+#: The ladder's defaults (GLM models, the default rungs, two minutes of retries).
+DEFAULT_SETTINGS = LadderSettings()
+
+
+def run_ladder(payload: Mapping[str, Any], send: Send, settings: LadderSettings = DEFAULT_SETTINGS, *,
+               deadline: float | None = None, time_left_s: float | None = None) -> LadderResult:
+    """Send ``payload``; if the answer triggers the ladder, retry down the rungs of ``settings``.
+
+    Args:
+        payload: the chat-completions request (not mutated).
+        send: ``send(payload) -> (status, headers, body)``; may raise on transport
+            failure. An exception on the original call propagates unchanged; any
+            other result, however malformed, is classified and never raised on.
+        settings: how the ladder runs (:class:`LadderSettings`).
+        deadline: when this call's caller gives up, on ``settings.clock``'s timeline
+            (e.g. ``time.monotonic()`` at the request's arrival + 300). A deadline
+            more than a day ahead of ``clock()`` is refused (``ValueError``): it is
+            ``time.time()``-based, not on this clock.
+        time_left_s: the same as seconds the caller has left now; with both, the
+            earlier wins.
 
     A rung answered with 400 or 422 is recorded with ``refused=True`` (the
     upstream does not accept that rung's shape) and the next rung is tried.
@@ -828,16 +841,9 @@ def run_ladder(
     Returns:
         A :class:`LadderResult`: the answer to pass on and every attempt made.
     """
-    _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
-    _check_deadline_clock(deadline, clock)
-    check_templates(templates)
-    if not isinstance(repair_reasoning, bool):
-        raise ValueError(f"repair_reasoning must be true or false, got {repair_reasoning!r}")
-    steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
-                          max_attempts=max_attempts, time_budget_s=time_budget_s,
-                          answer_reserve=answer_reserve, clock=clock,
-                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
-                          models=model_patterns(models), templates=templates, repair_reasoning=repair_reasoning)
+    clock = settings.clock
+    _check_call(deadline, time_left_s, clock)
+    steps = _ladder_steps(payload, settings, _deadline_of(deadline, time_left_s, clock))
     try:
         rung, body_payload, _left, _binds = next(steps)
         while True:
@@ -852,24 +858,8 @@ def run_ladder(
         return stop.value
 
 
-async def arun_ladder(
-    payload: Mapping[str, Any],
-    send: ASend,
-    *,
-    flatten: bool = False,
-    rungs: Iterable[str] | None = None,
-    length_recovery: bool = False,
-    max_attempts: int | None = None,
-    time_budget_s: float = 120.0,
-    answer_reserve: int = 256,
-    deadline: float | None = None,
-    time_left_s: float | None = None,
-    min_attempt_s: float = DEFAULT_MIN_ATTEMPT_S,
-    clock: Callable[[], float] = time.monotonic,
-    models: Iterable[str] | None = LADDER_MODELS,
-    templates: Mapping[str, str] | None = None,
-    repair_reasoning: bool = True,
-) -> LadderResult:
+async def arun_ladder(payload: Mapping[str, Any], send: ASend, settings: LadderSettings = DEFAULT_SETTINGS, *,
+                      deadline: float | None = None, time_left_s: float | None = None) -> LadderResult:
     """The async :func:`run_ladder`: ``send`` is a coroutine function.
 
     Each rung call is cancelled when the remaining time budget or the caller's
@@ -879,16 +869,9 @@ async def arun_ladder(
     # analyzer imports this package on every run without needing it.
     import asyncio
 
-    _check_bounds(max_attempts, time_budget_s, answer_reserve, deadline, time_left_s, min_attempt_s)
-    _check_deadline_clock(deadline, clock)
-    check_templates(templates)
-    if not isinstance(repair_reasoning, bool):
-        raise ValueError(f"repair_reasoning must be true or false, got {repair_reasoning!r}")
-    steps = _ladder_steps(payload, rungs=_rungs_for(flatten, rungs), length_recovery=length_recovery,
-                          max_attempts=max_attempts, time_budget_s=time_budget_s,
-                          answer_reserve=answer_reserve, clock=clock,
-                          deadline=_deadline_of(deadline, time_left_s, clock), min_attempt_s=min_attempt_s,
-                          models=model_patterns(models), templates=templates, repair_reasoning=repair_reasoning)
+    clock = settings.clock
+    _check_call(deadline, time_left_s, clock)
+    steps = _ladder_steps(payload, settings, _deadline_of(deadline, time_left_s, clock))
     try:
         rung, body_payload, left, binds = next(steps)
         while True:

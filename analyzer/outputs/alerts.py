@@ -179,10 +179,6 @@ class AlertSettings:
         """``R``: the counter's last two samples must lie within this (a longer hole restarts ``for:``)."""
         return FRESH_SCRAPES * self.scrape_interval_s
 
-    @property
-    def is_default(self) -> bool:
-        return self == AlertSettings()
-
     def describe(self) -> str:
         return (f"wedge window {prom_duration(self.wedge_window_s)}, evaluation interval "
                 f"{prom_duration(self.evaluation_interval_s)}, scrape interval {prom_duration(self.scrape_interval_s)}, "

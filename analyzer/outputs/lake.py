@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -44,9 +45,8 @@ import duckdb
 from analyzer import __version__
 from analyzer.core.errors import AnalyzerError, ExitCode, WriteError
 from analyzer.core.isotime import iso_utc
-from analyzer.outputs.export import swap_in, write_manifest
 from analyzer.store.catalog import load_queries
-from analyzer.store.db import MIGRATIONS
+from analyzer.store.migrations import schema_name
 from analyzer.store.lake import (FORMAT, FORMAT_VERSION, MANIFEST, NOT_EXPORTED, PARTITION, check_lake_path,
                                   read_manifest)
 from analyzer.store.lake_files import describe_files
@@ -105,6 +105,25 @@ class LakeReport:
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
         return {**asdict(self), "rows": self.rows}
+
+
+def swap_in(src: Path, dest: Path, *, trash: Path) -> None:
+    """Put the folder ``src`` in the place of ``dest`` (renames on one filesystem: a reader
+    sees the old folder or the new one, never a half-written one); the old one is moved
+    into ``trash`` (a folder on ``dest``'s filesystem) and removed."""
+    old = trash / f"{dest.name}-{uuid.uuid4().hex[:8]}"
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(src, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_manifest(path: Path, doc: dict) -> None:
+    """Write ``doc`` as JSON to ``path`` whole (a temporary file renamed over it): written last,
+    it is what tells a reader the export is complete."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def lake_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -254,8 +273,8 @@ def _check_schema(con: duckdb.DuckDBPyConnection) -> None:
     that writes does (``analyze --db X``).
     """
     schema = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    if schema != MIGRATIONS[-1][0]:
-        raise AnalyzerError(f"the database is of schema {schema!r}, this analyzer's is {MIGRATIONS[-1][0]!r}: "
+    if schema != schema_name():
+        raise AnalyzerError(f"the database is of schema {schema!r}, this analyzer's is {schema_name()!r}: "
                             "run `analyze --db DB` once to upgrade it, then export", ExitCode.USAGE, param="db")
 
 
@@ -319,7 +338,6 @@ def _export_into(con: duckdb.DuckDBPyConnection, out: Path, staging: Path, table
         rows, entries[table] = _write_table(con, table, staging, compression)
         report.tables[table] = rows
     first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
-    # The schema is the database's: _check_schema made sure it is this analyzer's.
     swap_lake_in(out, staging, entries, old, (first, last), report)
 
 
@@ -330,8 +348,10 @@ def swap_lake_in(out: Path, staging: Path, entries: dict[str, dict], old: dict |
     ``entries``: each relation's manifest entry (:func:`manifest_entry`); ``old``:
     the manifest replaced (its relations no longer written are removed);
     ``time_range``: the records' first and last time. The manifest is written last:
-    it is what tells a reader the lake is complete.
+    it is what tells a reader the lake is complete. The lake's schema is this
+    analyzer's (the export checked the database's; a build writes this analyzer's).
     """
+    schema = schema_name()
     trash = staging / ".replaced"
     trash.mkdir()
     for table in entries:
@@ -345,7 +365,7 @@ def swap_lake_in(out: Path, staging: Path, entries: dict[str, dict], old: dict |
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "analyzer_version": __version__,
-        "schema": MIGRATIONS[-1][0],
+        "schema": schema,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "time_range": [iso_utc(first) if first else None, iso_utc(last) if last else None],
         "partitioning": f"hive: {PARTITION}=YYYY-MM-DD, the UTC day of each table's time_column",

@@ -11,7 +11,7 @@ cron job's thresholds over the summary, crossing one exits with
 
 Every piece of log text in the block (model and provider names, error texts)
 has been through :func:`analyzer.core.scrub.scrub`;
-:func:`analyzer.cli.terminal.print_oncall` prints it with control characters escaped.
+:func:`analyzer.cli.terminal.summary.print_oncall` prints it with control characters escaped.
 """
 
 from __future__ import annotations

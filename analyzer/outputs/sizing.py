@@ -99,6 +99,11 @@ def build_sizing(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> dict
         "replay_rungs": replayed_rungs,
         "before_after": before_after(con, p),
     }
+    ba = sizing["before_after"]
+    if ba:
+        # Tool sessions in neither era: the ladder was off for their model (ladder_armed
+        # false), or their records do not say (sessions.ladder_era); said, not dropped.
+        ba["tool_sessions_neither"] = tool_sessions - ba["tool_sessions_without"] - ba["tool_sessions_with"]
     sizing["conclusion"] = conclusion(sizing)
     return sizing
 

@@ -16,6 +16,7 @@ from analyzer.online import CLASSES
 from analyzer.outputs.deployment import deployment_findings
 from analyzer.outputs.oncall import build_oncall
 from analyzer.outputs.sizing import build_sizing
+from analyzer.outputs.verdict import build_verdict
 from analyzer.store.asking import ask
 
 
@@ -39,7 +40,7 @@ def resolve_models(con: duckdb.DuckDBPyConnection, patterns: list[str] | None) -
 
             names = [m for m, _ in known]
             close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
-            listing = ", ".join(f"{terminal_text(m)} ({n:,} turns)" for m, n in known[:12]) or "none"
+            listing = ", ".join(f"{terminal_text(m)} ({n:,} turn{'' if n == 1 else 's'})" for m, n in known[:12]) or "none"
             raise AnalyzerError(
                 f"model {pattern!r} matches no model in the database"
                 + (f"; did you mean {terminal_text(close[0])!r}?" if close else "")
@@ -125,7 +126,7 @@ def build_summary(
 
     sizing = build_sizing(con, scope)
     episodes = wedged_episodes(con, models=models, since=since, until=until) if n_windows else []
-    return {
+    summary = {
         "time_range": {
             "first": first.isoformat() + "Z" if first else None,
             "last": last.isoformat() + "Z" if last else None,
@@ -167,6 +168,8 @@ def build_summary(
             else "no metrics given: wedged-pod and pod-down cannot be told apart from other failures (use --metrics)",
         },
     }
+    summary["verdict"] = build_verdict(summary)
+    return summary
 
 
 # ---------------------------------------------------------------------------
@@ -218,11 +221,13 @@ def lost_records_summary(
     open_period = since is None and until is None
     note = None
     if untimed and open_period:
-        note = (f"{untimed:,} of these line(s) carry no time (stdout read without --timestamps): "
-                "counted because the period is open")
+        note = (f"{untimed:,} of these line(s) carry no time (kubectl logs read without --timestamps): a summary "
+                "of everything counts them, a bounded period such as the weekly report's cannot place them and "
+                "leaves them out")
     elif untimed:
-        note = (f"{untimed:,} such line(s) carry no time (stdout read without --timestamps): "
-                "not counted in a bounded period")
+        note = (f"{untimed:,} such line(s) carry no time (kubectl logs read without --timestamps): this bounded "
+                "period cannot place them, so they are not counted; a summary of everything (no --since/--until) "
+                "counts them")
     return {
         "total": sum(r["lost"] for r in by_kind),
         "events": sum(r["events"] for r in by_kind),

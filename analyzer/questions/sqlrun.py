@@ -1,6 +1,6 @@
 """What ``analyze sql`` and the notebook run: the read-only default, and results as frames or rows.
 
-:func:`check_read_only` is what ``analyze sql`` (:mod:`analyzer.cli.sql`) and
+:func:`check_read_only` is what ``analyze sql`` (:mod:`analyzer.jobs.sql`) and
 ``analyzer.query`` run by default: one reading statement, on a connection that can
 open no file and change no setting, so a query can never change the database by
 accident. :func:`guard_on` then checks what the question references

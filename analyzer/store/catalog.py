@@ -108,12 +108,6 @@ def create_views(con: duckdb.DuckDBPyConnection, *, materialize: bool = True) ->
         for q in pending:
             try:
                 if q.kind == "table":
-                    exists = con.execute(
-                        "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_name = ?",
-                        [q.name],
-                    ).fetchall()
-                    if exists and exists[0][0] == "VIEW":  # an older database had it as a view
-                        con.execute(f'DROP VIEW "{q.name}"')
                     con.execute(f'CREATE TABLE IF NOT EXISTS "{q.name}" AS {q.sql}')
                 else:
                     con.execute(f'CREATE OR REPLACE VIEW "{q.name}" AS {q.sql}')
@@ -138,7 +132,7 @@ def _signature(queries) -> str:
 def _stored_signature(con: duckdb.DuckDBPyConnection) -> str | None:
     try:
         known = con.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall()
-    except duckdb.CatalogException:  # build_state comes with migration 003
+    except duckdb.CatalogException:  # a lake's connection has no build_state
         known = []
     return known[0][0] if known else None
 

@@ -28,8 +28,9 @@ from pathlib import Path
 import duckdb
 
 from analyzer.store.catalog import create_views
-from analyzer.store.db import MEMORY_LIMIT, MIGRATIONS, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_spill_dir
+from analyzer.store.db import MEMORY_LIMIT, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_spill_dir
 from analyzer.store.lake_files import PARTITION, LakeError, verify_relation
+from analyzer.store.migrations import schema_name
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "NOT_EXPORTED", "PARTITION", "LakeError", "check_lake",
            "check_lake_path", "check_manifest", "lake_schema", "open_lake", "read_manifest"]
@@ -126,7 +127,7 @@ def check_manifest(doc: object, where: str, *, any_schema: bool = False) -> dict
     if any_schema:
         return doc
     again = "export it again with this analyzer (`analyze export --lake DIR`)"
-    schema = MIGRATIONS[-1][0]
+    schema = schema_name()
     if doc.get("schema") != schema:
         raise bad(f"exported from a database of schema {doc.get('schema')!r}, this analyzer reads {schema!r}: "
                   f"{again}")

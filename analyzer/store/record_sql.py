@@ -32,12 +32,12 @@ RECORD_STRUCT = {
     "user_message_this_turn": "VARCHAR",
     # Lists whose elements are never read, only counted: typed as lists of NULL,
     # DuckDB counts them without writing each element back as JSON text (which a
-    # "JSON" type does: measured, a quarter of a batch's INSERT on a week whose
-    # tool results are long). A value that is not a list transforms to NULL.
+    # "JSON" type does, at a cost that grows with long tool results). A value that
+    # is not a list transforms to NULL.
     "tool_results_this_turn": ["NULL"],
     # An assistant message's tool_calls likewise: only whether it is a non-empty
-    # list is read (as JSON, every message's calls were written back as text and
-    # parsed again: measured, a sixth of the parse of a week's records).
+    # list is read (as JSON, every message's calls would be written back as text
+    # and parsed again).
     "messages": [{"role": "VARCHAR", "tool_calls": ["NULL"], "function_call": "JSON"}],
     "latency_ms": "BIGINT",
     "has_content": "BOOLEAN",
@@ -115,7 +115,7 @@ def blank_sql(expr: str) -> str:
     """SQL true when ``expr`` has no visible character: analyzer.online.is_blank's rule."""
     # "No character outside BLANK_CHARS", as a regex: it stops at the first visible
     # character and copies nothing (trim(expr, chars) decodes the character set and
-    # copies the text for every row: measured ~1.4 CPU-s on a week's responses).
+    # copies the text for every row).
     visible = "[^" + _blank_class()[1:]
     return f"(NOT regexp_matches({expr}, '{visible}'))"
 

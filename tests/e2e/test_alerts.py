@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from analyzer.outputs.alerts import (
 from analyzer.core.errors import AnalyzerError, ExitCode
 from tools.alert_agreement import agreement, apply_for
 from tests.support.repo import REPO
+from tests.support.cli import analyze
 
 ROOT = REPO
 
@@ -58,6 +58,7 @@ def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([tool("promtool"), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("variant", VARIANTS, ids=list(VARIANTS))
 def test_generated_rules_pass_promtool_check_and_their_unit_tests(tmp_path, variant):
     s = AlertSettings.parse(**VARIANTS[variant])
@@ -69,6 +70,7 @@ def test_generated_rules_pass_promtool_check_and_their_unit_tests(tmp_path, vari
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 
+@pytest.mark.prometheus
 def test_the_prometheusrule_object_holds_the_same_groups(tmp_path):
     s = AlertSettings()
     text = render_prometheus_rule(s, namespace="monitoring", labels={"release": "kps"})
@@ -81,10 +83,10 @@ def test_the_prometheusrule_object_holds_the_same_groups(tmp_path):
     assert "".join(line[2:] + "\n" for line in spec.splitlines()) == render_rules(s).split("\n", 3)[3]
 
 
+@pytest.mark.prometheus
 def test_dashboards_hold_the_files_for_the_default_settings(tmp_path):
     """`analyze alerts -o dashboards/vllm-alerts.rules.yml --unit-tests dashboards/vllm-alerts.test.yml`."""
-    out = subprocess.run([sys.executable, "-m", "analyzer", "alerts", "-o", str(tmp_path / "r.yml"),
-                          "--unit-tests", str(tmp_path / "t.yml")], capture_output=True, text=True, cwd=ROOT)
+    out = analyze("alerts", "-o", tmp_path / "r.yml", "--unit-tests", tmp_path / "t.yml", cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert (ROOT / DEFAULT_FILE).read_text() == (tmp_path / "r.yml").read_text(), \
         f"{DEFAULT_FILE} is stale: run `analyze alerts -o {DEFAULT_FILE} --unit-tests {DEFAULT_TESTS_FILE}`"
@@ -146,6 +148,7 @@ def test_the_yaml_is_what_a_yaml_parser_reads():
     assert yaml.safe_load(render_rules(s)) == rule_groups(s)
 
 
+@pytest.mark.prometheus
 def test_alerts_agree_with_the_offline_windows_on_the_sample_week(tmp_path):
     """The sample week in a real Prometheus: every wedged and down window fires, nothing fires outside
     one, and the onset lag is at most the wedge window plus one evaluation interval."""

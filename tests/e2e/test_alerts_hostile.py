@@ -9,9 +9,6 @@ every accepted input, `promtool test rules` on some); without it these skip, exc
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +16,8 @@ from analyzer.core.errors import ExitCode
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.promql import re2_problem, unquote
 from tests.e2e.test_alerts import promtool
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 #: Accepted: (the options, the selector as it must reach the rules, or None when no selector is given).
 ACCEPTED = {
@@ -53,11 +52,12 @@ REFUSED = {
 }
 
 
-def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_every_accepted_input_makes_rules_promtool_accepts(tmp_path, name):
     options, selector = ACCEPTED[name]
@@ -111,6 +111,7 @@ def test_re2_problems_are_found(pattern, tmp_path):
     assert re2_problem(pattern), pattern
 
 
+@pytest.mark.prometheus
 @pytest.mark.parametrize("pattern", [r"vllm-.*", r"(?i)glm|qwen", r"a\z", r"\pL+", r"\p{Greek}", r"[[:digit:]]{2}",
                                      r"(?P<n>x)", r"(?U)a+", r"a(?i)b", r"[\d\s]", r"x{1000}", ""])
 def test_re2_syntax_is_accepted_and_promtool_agrees(pattern, tmp_path):

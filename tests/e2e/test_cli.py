@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from analyzer.core.errors import ExitCode
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 
-def analyze(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True, cwd=cwd)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture

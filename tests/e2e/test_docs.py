@@ -114,8 +114,10 @@ def test_the_readme_summary_is_an_excerpt_of_the_sample_summary():
 
 def test_the_sample_summary_is_what_the_readme_command_prints(tmp_path):
     """docs/sample-summary.md is the README's first command's output, byte for byte:
-    run for real (a fresh database file, stdout a pipe), as the page says."""
+    run for real, as the page says: in a folder holding a copy of sample_logs/ and
+    no database yet, with no ``--db`` and no ``$ANALYZER_DB``, stdout a pipe."""
     import os
+    import shutil
     import subprocess
     import sys
 
@@ -125,9 +127,11 @@ def test_the_sample_summary_is_what_the_readme_command_prints(tmp_path):
     assert block and first, "docs/sample-summary.md has no text block, or the README no `pip install -e . && analyze ...`"
     expected, command = block.group(1), first.group(1).split()
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ANALYZER_DB")}  # as a plain shell's
-    proc = subprocess.run([sys.executable, "-m", "analyzer", *command[1:], "--db", str(tmp_path / "sample.duckdb")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "sample_logs")
+    proc = subprocess.run([sys.executable, "-m", "analyzer", *command[1:]],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
     assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "analyzer.duckdb").exists()
     assert proc.stdout == expected
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,11 +17,12 @@ import duckdb
 
 from tests.support.records import at, request, response_ok, write_stdout
 from tests.support.peak_rss import run_with_peak_rss
+from tests.support.cli import analyze
 
 
-def _analyze(cwd: Path, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout)
+def _analyze(cwd: Path, *args: str, timeout: int = 180):
+    """The command, run in ``cwd`` in this process (tests/support/cli.py)."""
+    return analyze(*args, cwd=cwd)
 
 
 def _pairs(n: int, start: int = 0, session: str = "s-1") -> list[dict]:
@@ -73,29 +73,6 @@ def test_records_timed_outside_the_log_times_are_quarantined_and_later_runs_work
         p = _analyze(tmp_path, *args)
         assert p.returncode == 0, (args, p.stderr)
     assert "2026-W47" in (tmp_path / "r.html").read_text(encoding="utf-8")
-
-
-def test_a_database_holding_such_records_is_mended_by_its_migration(tmp_path):
-    _write(tmp_path / "logs/a.jsonl", _pairs(3))
-    db = tmp_path / "a.duckdb"
-    assert _analyze(tmp_path, "logs", "--db", str(db)).returncode == 0
-    # what an analyzer before migration 009 left: a record of year 10000, which every run then failed on
-    con = duckdb.connect(str(db))
-    con.execute("ALTER TABLE source_files DROP COLUMN ctime")
-    con.execute("DELETE FROM _migrations WHERE name = '009_ingest_guards'")
-    con.execute("""INSERT INTO records (ts, type, request_id, session_id, truncated, file_id, line_no, raw)
-                   SELECT TIMESTAMP '10000-01-01', 'request', 'ffffffff', 's-9', false, file_id, 99,
-                          '{"timestamp": "10000-01-01T00:00:00Z", "type": "request"}' FROM source_files""")
-    con.execute("UPDATE source_files SET records = records + 1")
-    con.execute("INSERT INTO turns_dirty VALUES ('s-9')")
-    con.close()
-    p = _analyze(tmp_path, "logs", "--db", str(db), "--json")
-    assert p.returncode == 0, p.stderr
-    assert _q(db, "SELECT line_no, reason FROM quarantine") == [
-        (99, "timestamp 10000-01-01T00:00:00Z is not a log time (outside 2000-01-01 .. 2100-01-01)")]
-    assert _q(db, "SELECT count(*), max(ts) < TIMESTAMP '2100-01-01' FROM records") == [(6, True)]
-    assert _q(db, "SELECT records, quarantined FROM source_files") == [(6, 1)]
-    assert _analyze(tmp_path, "report", "--db", str(db), "-o", str(tmp_path / "r.html")).returncode == 0
 
 
 def test_a_lone_surrogate_escape_is_replaced_and_the_record_kept(tmp_path):

@@ -43,10 +43,11 @@ if not os.environ.get("CI"):
 from analyzer.outputs.lake import export_lake  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.store.lake import open_lake  # noqa: E402
+from tests.support.cli import analyze  # noqa: E402
 from tests.support.lakes import lake_differences  # noqa: E402
 from tests.support.repo import REPO  # noqa: E402
 from tools.spark_cluster import StandaloneCluster, spark_home  # noqa: E402
-from tests.unit.questions.test_spark_gate import PARAM_SETS, RUNNABLE, _difference, _on_duckdb, _params  # noqa: E402
+from tests.e2e.test_spark_gate import PARAM_SETS, RUNNABLE, _difference, _on_duckdb, _params  # noqa: E402
 
 SAMPLE = REPO / "sample_logs"
 LOGS = [str(SAMPLE / "s3"), str(SAMPLE / "kubectl")]
@@ -88,8 +89,7 @@ def cluster(tmp_path_factory):
 def duckdb_lake(tmp_path_factory):
     """The sample week through `analyze` (ingest, metrics, classification) and `analyze export --lake`."""
     tmp = tmp_path_factory.mktemp("duck-week")
-    p = subprocess.run([sys.executable, "-m", "analyzer", *LOGS, "--metrics", *METRICS, "--db", str(tmp / "week.duckdb"),
-                        "--json"], capture_output=True, text=True, cwd=tmp)
+    p = analyze(*LOGS, "--metrics", *METRICS, "--db", tmp / "week.duckdb", "--json", cwd=tmp)
     assert p.returncode == 0, p.stderr[-2000:]
     con = connect(tmp / "week.duckdb", read_only=True)
     try:

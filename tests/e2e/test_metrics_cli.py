@@ -22,15 +22,15 @@ from pathlib import Path
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
 from tests.unit.classification.test_metrics_windows import phases, t_of
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 ROOT = REPO
 
 
-def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def analyze(*args: str, cwd: Path) -> Ran:
     # The scenarios are 15 s scrapes with a 2 minute wedge window (tests/unit/classification/test_metrics_windows.py).
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args, "--wedge-window", "2m"], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=120)
+    return run_analyze(*args, "--wedge-window", "2m", cwd=cwd)
 
 
 def _matrix(name, labels, points):
@@ -157,3 +157,88 @@ def test_progress_shows_on_a_terminal_and_not_when_piped(tmp_path):
     assert b"metrics vllm_" in seen or b"pod windows" in seen, seen[-2000:]
     piped = analyze(str(logs), "--metrics", *map(str, files), "--db", "p.duckdb", cwd=tmp_path)
     assert piped.returncode == 0 and "pod windows" not in piped.stderr and "metrics vllm_" not in piped.stderr
+
+
+# ---------------------------------------------------------------------------
+# Metrics are read after the logs: a file that does not parse, a Ctrl-C while one is read
+
+
+def _spill_dirs(tmp: Path) -> list[Path]:
+    return sorted(tmp.glob("analyzer-spill-*/run-*/metrics-*"))
+
+
+def test_a_file_that_does_not_parse_fails_after_the_logs_and_stores_no_metric(tmp_path):
+    """The logs are ingested and committed; nothing of the metrics is stored; the scratch database is gone."""
+    import duckdb
+
+    from analyzer.core.errors import ExitCode
+
+    logs, files = write_week(tmp_path)
+    bad = tmp_path / "metrics" / "broken.json"
+    bad.write_text('{"status": "success", "data": {"resultType": "matrix", "result": [')
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch_tmp)}
+    proc = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", "a.duckdb", "--json",
+                           "--metrics", *map(str, files), str(bad)], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=120)
+    assert proc.returncode == ExitCode.NO_INPUT and "broken.json: not a valid prometheus-json metrics file" in proc.stderr, proc.stderr
+    con = duckdb.connect(str(tmp_path / "a.duckdb"), read_only=True)
+    try:
+        lines = sum(len(p.read_text().splitlines()) for p in logs.iterdir())
+        assert con.execute("SELECT count(*) FROM records").fetchall() == [(lines,)]
+        assert con.execute("SELECT count(*) FROM metric_points").fetchall() == [(0,)]
+    finally:
+        con.close()
+    assert list(scratch_tmp.iterdir()) == []
+
+
+def test_metric_files_among_the_logs_load_with_the_metrics_files(tmp_path):
+    """A Prometheus export passed among the logs joins the --metrics files in one load."""
+    logs, files = write_week(tmp_path)
+    (logs / "up.json").write_bytes(files[2].read_bytes())  # `up`, passed among the logs
+    out = _summary(analyze(str(logs), "--metrics", str(files[0]), str(files[1]), "--db", "x.duckdb", "--json",
+                           cwd=tmp_path))
+    [load] = out["metrics"]["loads"]
+    assert sorted(Path(s).name for s in load["sources"]) == sorted(f.name for f in files)
+    assert load["samples_new"] == 120 and out["classes"]["wedged-pod"]["count"] == 2
+
+
+def test_ctrl_c_while_a_big_csv_is_read_exits_130_and_leaves_nothing(tmp_path):
+    """A real SIGINT while DuckDB reads a big CSV into the scratch database: the read stops at
+    once (the scratch connection is interrupted like every other), nothing of the metrics is
+    stored, and the spill folders are gone."""
+    import signal
+
+    import duckdb
+
+    from analyzer.core.errors import ExitCode
+
+    logs, _files = write_week(tmp_path)
+    csv = tmp_path / "samples.csv"
+    labels = '"{""namespace"": ""llm"", ""pod"": ""glm-5-0"", ""model_name"": ""glm-5"", ""engine"": ""0""}"'
+    with open(csv, "w") as f:  # read for longer than the signal takes to come
+        f.write("timestamp,metric,labels,value\n")
+        f.writelines(f"{1794787200 + i * 15},vllm:generation_tokens_total,{labels},{i * 7}\n" for i in range(1_200_000))
+    scratch_tmp = tmp_path / "tmp"
+    scratch_tmp.mkdir()
+    db = tmp_path / "a.duckdb"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch_tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--json",
+                             "--metrics", str(csv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not _spill_dirs(scratch_tmp) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)  # the reading has begun (its scratch database spills into the run's folder)
+    assert proc.poll() is None, "the run ended before the signal"
+    proc.send_signal(signal.SIGINT)
+    # Ends within seconds: the interrupted read is not taken for a file DuckDB cannot read
+    # (which would read the 1.2 million rows again in Python, for most of a minute).
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == ExitCode.INTERRUPTED and err == "analyze: error: interrupted\n" and out == ""
+    assert list(scratch_tmp.iterdir()) == []  # the scratch database's spill folder is gone, the run's too
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM metric_points").fetchall() == [(0,)]
+    finally:
+        con.close()

@@ -13,8 +13,6 @@ import json
 import logging
 import os
 import socket
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -26,7 +24,9 @@ moto_server = pytest.importorskip("moto.server") if not os.environ.get("CI") els
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.core.errors import ExitCode  # noqa: E402
 from analyzer.io.objectstore import in_layout, parse_url, safe_endpoint  # noqa: E402
-from tests.unit.questions.test_queries import week_records  # noqa: E402
+from tests.support.week import week_records  # noqa: E402
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 ACCESS_KEY = "AKIAANALYZERTEST0001"
 SECRET_KEY = "never-print-this-secret-" + uuid.uuid4().hex
@@ -104,8 +104,9 @@ def _consolidated(records: list[dict]) -> bytes:
     return buf.getvalue()
 
 
-def analyze(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True, env=env)
+def analyze(env: dict, *args: str) -> Ran:
+    """The command, run in this process with ``env`` as its environment (tests/support/cli.py)."""
+    return run_analyze(*args, env=env)
 
 
 def _no_secret(*texts: str) -> None:

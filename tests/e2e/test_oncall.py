@@ -17,8 +17,6 @@ A hand-built week (records in the proxy's shapes) with known answers:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +35,8 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 SAMPLE = REPO / "sample_logs"
 EVIL_PROVIDER = "evil\x1b]0;PWNED\x07\x1b[2J"
@@ -47,9 +47,9 @@ CUDA = "RuntimeError: CUDA error: an illegal memory access was encountered (devi
 GLM_LATENCIES = [100 * (i + 1) for i in range(40)]
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    """The real command, as a cron job runs it (stdout a pipe)."""
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 def _pair(recs: list, rid: str, minute: float, *, provider: str, model: str, session: str, ok: bool = True,

@@ -26,13 +26,14 @@ from tests.support.records import (
     NAKED_500, T0, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl, write_stdout,
 )
 from tests.support.terminal import ROOT, analyze_on_pty
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 
-def analyze(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    """The command as a user runs it: a real process."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          env=full_env, cwd=kw.pop("cwd", ROOT), **kw)
+def analyze(*args: str, env: dict | None = None, **kw) -> Ran:
+    """The command as a user runs it from the repository (in this process: tests/support/cli.py); ``env`` adds
+    to the environment."""
+    return run_analyze(*args, env={**os.environ, **(env or {})}, cwd=kw.pop("cwd", ROOT), **kw)
 
 
 def one_error_line(p: subprocess.CompletedProcess) -> str:
@@ -445,8 +446,8 @@ def test_unwritable_outputs_and_a_full_disk_exit_9_in_one_line(week, week_db, tm
                 "-o", str(a_file / "report.html"))
     assert p.returncode == ExitCode.CANNOT_WRITE == 9
     assert f"cannot write {a_file}" in one_error_line(p)
-    p = analyze("export", "--parquet", str(a_file / "lake"), "--db", str(week_db))
-    assert p.returncode == ExitCode.CANNOT_WRITE and "cannot write the export" in one_error_line(p)
+    p = analyze("export", "--lake", str(a_file / "lake"), "--db", str(week_db))
+    assert p.returncode == ExitCode.CANNOT_WRITE and "cannot write" in one_error_line(p)
 
     # A full disk, for real: the kernel refuses writes past a file-size limit (EFBIG).
     import resource
@@ -455,7 +456,10 @@ def test_unwritable_outputs_and_a_full_disk_exit_9_in_one_line(week, week_db, tm
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
 
-    p = analyze(str(ROOT / "sample_logs" / "s3"), "--db", str(tmp_path / "full.duckdb"), preexec_fn=small_disk)
+    # A process of its own: the limit is on the process.
+    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(ROOT / "sample_logs" / "s3"), "--db",
+                        str(tmp_path / "full.duckdb")], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=small_disk)
     assert p.returncode == ExitCode.CANNOT_WRITE and "File too large" in one_error_line(p)
 
 
@@ -503,16 +507,16 @@ def test_no_control_characters_or_credentials_reach_the_terminal(tmp_path):
     assert code == ExitCode.USAGE and "\x1b[2J" not in screen and "\\x1b[2Jnope" in screen
 
 
-def test_two_pods_stay_distinguishable_at_80_columns(pods_db):
+def test_two_pods_stay_whole_at_80_columns(pods_db):
     code, screen = analyze_on_pty("--db", str(pods_db), cols=80)
     assert code == 0, screen
     plain = re.sub(r"\x1b\[[0-9;]*m", "", screen)
-    rows = [line for line in plain.splitlines() if " min │" in line]
-    assert len(rows) == 2 and "…abcde" in rows[0] and "…fghij" in rows[1]
-    assert "(pod names start with glm-5-7d4b9c6f-…)" in plain
-    assert max(len(line) for line in plain.splitlines()) <= 80
-    code, wide = analyze_on_pty("--db", str(pods_db), cols=160)  # room enough: the whole names
-    assert "glm-5-7d4b9c6f-abcde" in wide and "…abcde" not in wide
+    # too wide for 80 columns: the table stacks, each pod's whole name first on its row
+    assert re.search(r"^  glm-5-7d4b9c6f-abcde  ", plain, re.M) and re.search(r"^  glm-5-7d4b9c6f-fghij  ", plain, re.M)
+    assert "…" not in plain and max(len(line) for line in plain.splitlines()) <= 80
+    code, wide = analyze_on_pty("--db", str(pods_db), cols=160)  # room enough: a table with the whole names
+    rows = [line for line in re.sub(r"\x1b\[[0-9;]*m", "", wide).splitlines() if " min │" in line]
+    assert len(rows) == 2 and "│ glm-5-7d4b9c6f-abcde " in rows[0] and "│ glm-5-7d4b9c6f-fghij " in rows[1]
 
 
 def test_sql_rounds_floats(week_db):
@@ -587,7 +591,7 @@ def test_sql_write_runs_several_statements(week_db):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "--bogus", "x"], "No such option: --bogus (`analyze run -h` lists the options)"),
-    (["export"], "give one of --parquet DIR (the turns) or --lake DIR"),
+    (["export"], "Missing option '--lake'"),
     (["replay", "--limit", "many"], "Invalid value for '--limit'"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, message):

@@ -42,6 +42,8 @@ from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
 from tests.e2e.test_prometheus_e2e import free_port, http_server, prometheus_binary, prometheus_running
 
+pytestmark = pytest.mark.prometheus
+
 PHASES = (("normal", 6), ("trouble", 10), ("after", 6))
 WEDGE_WINDOW = "4s"
 SELECTOR = 'namespace=~"llm|llm-b"'

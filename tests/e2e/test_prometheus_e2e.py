@@ -184,6 +184,7 @@ def prometheus_running(binary: str, workdir: Path, scrape_configs: str) -> Itera
         yield url
 
 
+@pytest.mark.prometheus
 def test_real_prometheus_finds_the_wedged_phase_and_not_the_idle_one(tmp_path):
     binary = prometheus_binary()
     exporter = FakeVllm()

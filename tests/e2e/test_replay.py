@@ -46,6 +46,7 @@ from tests.support.upstream import (
     ok,
     payload_rung,
 )
+from tests.support.cli import analyze
 
 PROMPT = ("You are the Conservation Almanac assistant, a geospatial data agent embedded in a web map. "
           "Answer questions about protected lands by querying datasets and drawing layers.\n") * 3
@@ -366,9 +367,7 @@ def _closed_port() -> int:
 
 def test_an_unreachable_endpoint_is_a_clear_error(db):
     port = _closed_port()
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "replay", "--db", str(db),
-                        "--endpoint", f"http://user:pw@127.0.0.1:{port}/v1?token=abc"],
-                       capture_output=True, text=True)
+    p = analyze("replay", "--db", db, "--endpoint", f"http://user:pw@127.0.0.1:{port}/v1?token=abc")
     assert p.returncode == ExitCode.UPSTREAM
     assert f"cannot reach the replay endpoint http://127.0.0.1:{port}/v1/chat/completions" in p.stderr
     assert "Traceback" not in p.stderr and "pw@" not in p.stderr and "token=abc" not in p.stderr

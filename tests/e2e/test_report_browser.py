@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.browser
+
 BASH = shutil.which("bash") or "/bin/bash"
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 #: Generous: a shared 2-core machine; this bounds a hang, it is not a timing assertion.

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.outputs.report import make_report
+from analyzer.api import report as make_report
 from tests.e2e.test_report_browser import check_page, open_report, require_chromium
 from tests.support.ingesting import run
 from tests.support.records import at, request, response_error, response_ok, write_jsonl
+
+pytestmark = pytest.mark.browser
 
 LONG_MODEL = "glm-" + "x" * 5000 + "-tail"
 LONG_CLIENT = "agent/" + "y" * 5000

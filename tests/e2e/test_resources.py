@@ -22,7 +22,8 @@ from analyzer.core.errors import ExitCode
 from analyzer.store.db import connect
 from analyzer.store.lake import open_lake
 from analyzer.store.spill import run_folder_name, sweep
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
+from tests.support.cli import analyze
 
 #: A question that sorts more than the memory limit holds: it spills, for long enough to be signalled.
 SPILLS = "SELECT count(*) FROM (SELECT range AS r, hash(range) AS h FROM range(400000000) ORDER BY h)"
@@ -33,8 +34,7 @@ def week(tmp_path_factory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("resources")
     db = build_week_db(tmp / "week.duckdb")
     lake = tmp / "lake"
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "export", "--lake", str(lake), "--db", str(db)],
-                       capture_output=True, text=True, timeout=300)
+    p = analyze("export", "--lake", lake, "--db", db)
     assert p.returncode == 0, p.stderr
     return db, lake
 

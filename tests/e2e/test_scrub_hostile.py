@@ -10,10 +10,8 @@ records (the operator's own data).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,6 +24,8 @@ from analyzer.core.errors import ExitCode
 from analyzer.core.scrub import REDACTED, scrub, scrub_json
 from tests.support.records import TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 ROOT = REPO
 
@@ -75,11 +75,9 @@ QUOTED_MODEL = 'glm-5 "beta"'
 ESC_TEXT = "colour \x1b[31mred\x1b[0m and a bell \x07 here"
 
 
-def analyze(*args: str, **kw) -> subprocess.CompletedProcess:
-    """The command as a user runs it: a real process, stdout a pipe."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300, **kw)
+def analyze(*args: str, **kw) -> Ran:
+    """The command as a user runs it from the repository (in this process: tests/support/cli.py), stdout a pipe."""
+    return run_analyze(*args, cwd=ROOT, **kw)
 
 
 def leaked(text: str) -> list[str]:
@@ -333,7 +331,6 @@ def test_an_error_about_a_path_shows_the_path(tmp_path):
     """Issue 47: `../../etc/passwd: no such file` came out as `../../etc/[REDACTED] such file`."""
     cwd = tmp_path / "a" / "b"
     cwd.mkdir(parents=True)
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "../../etc/passwd", "--db", str(tmp_path / "x.duckdb")],
-                       capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    p = run_analyze("../../etc/passwd", "--db", tmp_path / "x.duckdb", cwd=cwd)
     assert p.returncode == ExitCode.NO_INPUT
     assert p.stderr == "analyze: error: ../../etc/passwd: no such file, directory or matching log files\n"

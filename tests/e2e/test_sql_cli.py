@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +12,14 @@ import pytest
 from analyzer.cli.app import main
 from analyzer.store.db import connect
 from analyzer.core.errors import ExitCode
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    """The command as a user runs it: a real process."""
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """`analyze sql NAME --engine spark --lake DIR`: the same rows as on the database, in every format.
 
-One question through the real command (the gate, tests/unit/questions/test_spark_gate.py,
+One question through the real command (the gate, tests/e2e/test_spark_gate.py,
 covers every question): a lake written by `analyze export --lake`, then the
 question on the database, on the lake through DuckDB and on the lake through a
 local Spark, byte for byte the same table, CSV and JSON on stdout.
@@ -20,16 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli.sql import run_sql
+from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
+
+pytestmark = pytest.mark.spark
 
 QUESTION = "failures_by_day"
-PARAMS = ["model=glm%", "since=2026-11-16T00:00:00.5Z"]
+PARAMS = {"model": "glm%", "since": "2026-11-16T00:00:00.5Z"}
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +73,7 @@ def test_spark_answers_as_the_database_in_every_format(lake):
     for fmt in ("table", "csv"):
         assert _rows(fmt, engine="spark", lake=lake_dir) == _rows(fmt, db=db), fmt
     # The command as a user runs it: the options reach the engine, rows on stdout, the count last on stderr.
-    args = ["sql", QUESTION, "--format", "json", *[a for p in PARAMS for a in ("--param", p)]]
+    args = ["sql", QUESTION, "--format", "json", *[a for k, v in PARAMS.items() for a in ("--param", f"{k}={v}")]]
     p = analyze(*args, "--engine", "spark", "--lake", str(lake_dir))
     assert p.returncode == 0, p.stderr[-2000:]
     on_db = analyze(*args, "--db", str(db))

@@ -59,6 +59,7 @@ from pydantic import BaseModel
 
 from analyzer.online import (
     ClientRequestError,
+    LadderSettings,
     arun_ladder,
     log_fields,
     normalize_thinking,
@@ -126,6 +127,9 @@ def create_app(upstream_url: str, log_path: str, *, served: tuple = ("*",), flat
     ``templates`` says which GLM template generation a served name runs
     (``{"glm-5": "glm-5.3"}``): thinking off then never reaches a GLM-5.3 as a false key.
     """
+    # Made once, as a proxy does at its start: a bad setting fails here, not on a request.
+    settings = LadderSettings(flatten=flatten, length_recovery=length_recovery, max_attempts=max_attempts,
+                              time_budget_s=time_budget_s, answer_reserve=answer_reserve, templates=templates)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -230,9 +234,7 @@ def create_app(upstream_url: str, log_path: str, *, served: tuple = ("*",), flat
             return r.status_code, r.headers, r.content
 
         try:
-            ladder = await arun_ladder(payload, send, flatten=flatten, length_recovery=length_recovery,
-                                       max_attempts=max_attempts, time_budget_s=time_budget_s,
-                                       answer_reserve=answer_reserve, deadline=deadline, templates=templates)
+            ladder = await arun_ladder(payload, send, settings, deadline=deadline)
         except asyncio.CancelledError as exc:  # the client hung up: uvicorn cancelled this handler
             ms = int((time.time() - start_time) * 1000)
             log_response(provider, model, {}, ms, error=f"Client disconnected/cancelled after {ms}ms", **ids,

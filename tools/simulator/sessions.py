@@ -266,8 +266,9 @@ class Session(Answers, Faults):
             feats = online.features_from_exchange(payload, out.status, out.body_bytes(self.model, self.rid))
             upstream.trigger_cls = online.ladder_trigger(feats, length_recovery=True)
         try:
-            result = online.run_ladder(payload, upstream, flatten=True, length_recovery=True, max_attempts=5,
-                                       time_budget_s=120.0, clock=upstream.clock)
+            settings = online.LadderSettings(flatten=True, length_recovery=True, max_attempts=5, time_budget_s=120.0,
+                                             clock=upstream.clock)
+            result = online.run_ladder(payload, upstream, settings)
         except TransportError:
             # The original call failed in transport: the proxy's own error path.
             return out, out, None, online.log_fields(payload, None, None, error=out.error)

@@ -23,8 +23,9 @@ from analyzer.classification.turns import ensure_turns
 from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
+from analyzer.core.paths import shown_path
 from analyzer.core.safetext import terminal_text
-from analyzer.core.scrub import redact, redact_json, shorten
+from analyzer.core.scrub import scrub, scrub_json, shorten
 from analyzer.online import CLASSES
 from analyzer.outputs.report import charts
 from analyzer.outputs.report.context import (
@@ -210,7 +211,7 @@ def _wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, floa
 
 
 def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
-    return shorten(redact(value), limit) if value else None
+    return shorten(scrub(value), limit) if value else None
 
 
 def _focus_models(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> tuple[str, list[str]]:
@@ -255,7 +256,7 @@ def _headline(focus: str, models: list[str], period: Period, current: dict, prev
     classes = sorted(((c, v) for c, v in current["classes"].items() if c != "ok"),
                      key=lambda cv: (-cv[1]["count"], CLASSES.index(cv[0]) if cv[0] in CLASSES else 99))
     return Headline(
-        focus=focus, models=[redact(m) or "" for m in models], current=_numbers(period.label, current),
+        focus=focus, models=[scrub(m) or "" for m in models], current=_numbers(period.label, current),
         previous=_numbers(period.previous_label, previous) if previous and previous["turns"] else None,
         failure_classes=[ClassCount(incident_class=c, count=v["count"], rate=v["rate"]) for c, v in classes],
         recovery=_recovery(current["sizing"]), baseline=_baseline(current["sizing"]),
@@ -272,9 +273,9 @@ def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindo
             continue  # sleeping engines are not failures of the pod
         start, end = (datetime.fromisoformat(e[k].removesuffix("Z")) for k in ("start", "end"))
         out.append(PodWindow(
-            pod=redact(e["pod"]) or "", model_name=redact(e["model_name"]) or "", kind=e["kind"], start=start,
+            pod=scrub(e["pod"]) or "", model_name=scrub(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
-            corroboration=redact((e.get("corroboration") or {}).get("text")),
+            corroboration=scrub((e.get("corroboration") or {}).get("text")),
             alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None,
             inferred=bool(e.get("inferred"))))
     return out
@@ -328,13 +329,13 @@ def _throughput(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Perio
     for (pod, model), points in series.items():
         rates = [r for _, r in points]
         pods.append(PodThroughput(
-            pod=redact(pod) or "", model_name=redact(model) or "",
+            pod=scrub(pod) or "", model_name=scrub(model) or "",
             mean_tokens_per_s=round(sum(rates) / len(rates), 1), peak_tokens_per_s=round(max(rates), 1),
             idle_buckets=sum(1 for r in rates if r <= 0),
             wedged_minutes=round(minutes.get((pod, "wedged"), 0.0), 1),
             down_minutes=round(minutes.get((pod, "down"), 0.0), 1),
         ))
-    safe_series = {(redact(pod) or "", redact(model) or ""): pts for (pod, model), pts in series.items()}
+    safe_series = {(scrub(pod) or "", scrub(model) or ""): pts for (pod, model), pts in series.items()}
     return ThroughputSection(available=True, note=None, bucket_minutes=bucket_minutes, pods=pods, windows=windows,
                              chart=charts.throughput_chart(safe_series, windows))
 
@@ -344,7 +345,7 @@ def _ladder(sizing: dict[str, Any]) -> LadderSection:
     for r in sizing["ladder_rungs"]:
         ci, cc = r["conditional_interval"] or (None, None), r["cumulative_interval"] or (None, None)
         rungs.append(RungRow(
-            trigger=redact(r["trigger"]) or "", rung=redact(r["rung"]) or "", ladders=r["ladders"], reached=r["reached"],
+            trigger=scrub(r["trigger"]) or "", rung=scrub(r["rung"]) or "", ladders=r["ladders"], reached=r["reached"],
             recovered=r["recovered"], refused=r["refused"], conditional_rate=r["conditional_rate"], conditional_low=ci[0],
             conditional_high=ci[1], cumulative_rate=r["cumulative_rate"], cumulative_low=cc[0],
             cumulative_high=cc[1],
@@ -366,7 +367,7 @@ def _before_after(ba: dict[str, Any] | None) -> BeforeAfter | None:
     if not ba:
         return None
     return BeforeAfter(tool_sessions_without=ba["tool_sessions_without"], tool_sessions_with=ba["tool_sessions_with"],
-                       classes=[BeforeAfterRow(**{**r, "lost_class": redact(r["lost_class"]) or ""})
+                       classes=[BeforeAfterRow(**{**r, "lost_class": scrub(r["lost_class"]) or ""})
                                 for r in ba["classes"]])
 
 
@@ -387,7 +388,7 @@ def _breakdowns(con: duckdb.DuckDBPyConnection, p: dict[str, Any], focus: str,
             scope = "all models"
         else:
             rows = [
-                BreakdownRow(key=redact(key) or "", turns=turns, sessions=sessions, failed=failed,
+                BreakdownRow(key=scrub(key) or "", turns=turns, sessions=sessions, failed=failed,
                              failure_rate=_rate(failed, turns), failure_low=round(low, 4), failure_high=round(high, 4),
                              ladder_eligible=eligible, top_failure=top)
                 for key, turns, sessions, failed, eligible, top, low, high
@@ -416,7 +417,7 @@ def _model_rows(con: duckdb.DuckDBPyConnection, summary_all: dict[str, Any]) -> 
         top = max(failures, key=lambda cv: cv[1])[0] if failures else None
         low, high = _wilson(con, failed, m["turns"])
         rows.append(BreakdownRow(
-            key=redact(m["model"]) or "(none)", turns=m["turns"], sessions=m["sessions"], failed=failed,
+            key=scrub(m["model"]) or "(none)", turns=m["turns"], sessions=m["sessions"], failed=failed,
             failure_rate=_rate(failed, m["turns"]), failure_low=low, failure_high=high,
             ladder_eligible=m["ladder_addressable_total"], top_failure=top,
         ))
@@ -504,14 +505,14 @@ def _tool_calls_text(raw: str | None) -> str | None:
     parts = []
     for call in calls:
         if not isinstance(call, dict):
-            parts.append(json.dumps(redact_json(call), ensure_ascii=False))
+            parts.append(json.dumps(scrub_json(call), ensure_ascii=False))
             continue
         fn = call.get("function") if isinstance(call.get("function"), dict) else call
         name = fn.get("name") or "?"
-        args = redact_json(fn.get("arguments"), "arguments")
+        args = scrub_json(fn.get("arguments"), "arguments")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
-        parts.append(f"{redact(str(name))}({args})")
+        parts.append(f"{scrub(str(name))}({args})")
     return shorten("; ".join(parts), TEXT_LIMIT)
 
 
@@ -527,12 +528,12 @@ def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessi
         keep = [r for i, r in enumerate(rows) if r[5] != "ok" or r[8] is not None or i in (0, len(rows) - 1)]
         keep = keep[:TURNS_PER_SESSION]
         sessions.append(SessionRow(
-            session_id=redact(sid) or "", model=redact(model), origin=_text(origin, 120), client=_text(client, 120),
+            session_id=scrub(sid) or "", model=scrub(model), origin=_text(origin, 120), client=_text(client, 120),
             first_ts=first_ts, last_ts=last_ts, turns=n, failed_turns=failed, recovered_turns=recovered,
             last_class=last_class, ended_on_failure=bool(ended),
             turn_rows=[
-                TurnRow(turn_index=r[1], request_id=redact(r[2]) or "", ts=r[3], model=redact(r[4]) or "",
-                        incident_class=r[5], evidence=r[6], status=r[7], recovered_at=redact(r[8]), latency_ms=r[9],
+                TurnRow(turn_index=r[1], request_id=scrub(r[2]) or "", ts=r[3], model=scrub(r[4]) or "",
+                        incident_class=r[5], evidence=r[6], status=r[7], recovered_at=scrub(r[8]), latency_ms=r[9],
                         error=_text(r[10]), question=_text(r[11]), tool_calls=_tool_calls_text(r[12]))
                 for r in keep
             ],
@@ -593,7 +594,7 @@ def _deployment(summary_all: dict[str, Any]) -> DeploymentSection:
     d = summary_all["deployment"]
     return DeploymentSection(
         findings=[DeploymentFinding(kind=f["kind"], model=_log_label(f["model"], "(none)"), turns=f["turns"],
-                                    message=redact(f["message"]) or "") for f in d["findings"]],
+                                    message=scrub(f["message"]) or "") for f in d["findings"]],
         reasoning=[ReasoningRow(model=_log_label(r["model"], "(none)"),
                                 **{k: r[k] for k in ("answer_in_reasoning", "answer_in_reasoning_tool_history",
                                                      "reasoning_leaked", "leaked_after_thinking_off", "repaired")})
@@ -655,13 +656,15 @@ def _methods(con: duckdb.DuckDBPyConnection, p: dict[str, Any], period: Period, 
     return Methods(
         since=period.since, until=period.until, data_first=first, data_last=last, partial_period=partial,
         input_files=n_files, input_forms={form: n for form, n, *_rest in forms}, input_bytes=int(n_bytes),
-        input_examples=[redact(path) or "" for (path,) in ask(con, "input_file_examples", {"limit": 5})],
+        # As the user gave them (relative to where analyze runs): a report is shared, so it
+        # carries no absolute path of this machine for an input given relatively.
+        input_examples=[scrub(shown_path(path)) or "" for (path,) in ask(con, "input_file_examples", {"limit": 5})],
         records=records, turns=summary_all["turns"], inferred_turns=summary_all["inferred"]["turns"],
         inferred_share=summary_all["inferred"]["share"],
         truncated_turns=next(iter(ask(con, "truncated_turns", _scope(p, models=False))), (0,))[0],
         quarantined_lines=summary_all["quarantined_lines"],
-        quarantine_samples=[QuarantineSample(path=redact(s["path"]) or "", line_no=s["line_no"],
-                                             reason=redact(s["reason"]) or "")
+        quarantine_samples=[QuarantineSample(path=scrub(shown_path(s["path"])) or "", line_no=s["line_no"],
+                                             reason=scrub(s["reason"]) or "")
                             for s in summary_all["quarantine_samples"]],
         metric_samples=summary_all["metrics"]["samples"], pod_windows=summary_all["metrics"]["windows"],
         metrics_note=summary_all["metrics"]["note"], versions=_versions(), migrations=migrations,
@@ -710,7 +713,7 @@ def build_context(
                                  with_oncall=False, refresh=False)
     summary_all = build_summary(con, since=period.since, until=period.until, refresh=False)
     windows = _windows(con, p)
-    focus_metric_models = {redact(m) for (m,) in ask(con, "metric_models", _scope(p))}
+    focus_metric_models = {scrub(m) for (m,) in ask(con, "metric_models", _scope(p))}
     metrics_note = summary_all["metrics"]["note"]
     generated_at = generated_at or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
     return ReportContext(

@@ -16,12 +16,9 @@ The SQL is the DuckDB SQL of ``queries/`` translated by sqlglot, with the
 catalog's macros inlined and the project's rewrite rules applied
 (:mod:`analyzer.questions.spark.sql`); two questions have hand-written Spark
 versions in ``queries/spark/``. docs/spark.md says what is exact, how to run on a
-cluster, and what it costs. tests/unit/questions/test_spark_gate.py runs every
+cluster, and what it costs. tests/e2e/test_spark_gate.py runs every
 question and view on DuckDB and on Spark over the same data and fails on any
 difference.
-
-The older hand-off, the classified turns alone (``analyze export --parquet``),
-still works with :func:`register_turns` for the questions that read only ``turns``.
 
 pyspark is not a dependency of the analyzer: install the ``spark`` extra
 (``pip install 'analyzer[spark]'``) where Spark runs.
@@ -36,14 +33,9 @@ from analyzer.questions.spark.lake import lake_relations, question_frame, regist
 from analyzer.questions.spark.lockdown import LOCKED_CONF, lock_down
 from analyzer.questions.spark.sql import UnsupportedConstruct, relations_read, spark_sql, to_spark_sql, transpile
 
-__all__ = ["PORTABLE", "UnsupportedConstruct", "cluster_session", "lake_relations", "local_session", "lock_down", "question_frame",
-           "register_lake", "register_turns", "relations_read", "run_question", "spark_sql", "to_spark_sql",
+__all__ = ["UnsupportedConstruct", "cluster_session", "lake_relations", "local_session", "lock_down",
+           "question_frame", "register_lake", "relations_read", "run_question", "spark_sql", "to_spark_sql",
            "transpile"]
-
-#: Questions that read nothing but ``turns``: they run over the turns export
-#: (``analyze export --parquet``) registered with :func:`register_turns`. Over a
-#: lake (:func:`register_lake`) every question runs.
-PORTABLE = ("classes_by_day", "failures_by_day", "failures_by_client")
 
 
 def local_session(app_name: str = "analyzer", master: str = "local[1]"):
@@ -99,8 +91,7 @@ def _session(app_name: str, master: str | None, conf: dict[str, str]):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.timestampType", "TIMESTAMP_NTZ")
         # Adaptive execution re-plans each stage as it runs: worth it on a cluster's
-        # big joins, pure overhead on one machine's small lake (measured: questions
-        # twice as fast without it).
+        # big joins, pure overhead on one machine's small lake.
         .config("spark.sql.adaptive.enabled", "false")
     )
     for key, value in conf.items():
@@ -109,7 +100,3 @@ def _session(app_name: str, master: str | None, conf: dict[str, str]):
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
-
-def register_turns(spark, parquet_dir: str, view: str = "turns") -> None:
-    """Register the turns export at ``parquet_dir`` (hive ``day=`` folders) as a temp view."""
-    spark.read.parquet(str(parquet_dir)).createOrReplaceTempView(view)

@@ -45,7 +45,7 @@ from analyzer.questions.spark.raw_lines import FILE, LONG_LINE, SKIPPED
 from analyzer.questions.spark.raw_records import BLANK, FREE_TEXT, OK, collapse
 from analyzer.questions.spark.raw_windows import METRIC_RELATIONS
 from analyzer.questions.spark.sql import catalog_relations, spark_sql
-from analyzer.store.db import MIGRATIONS
+from analyzer.store.migrations import BASELINE, MIGRATIONS
 from analyzer.store.holdings import WEDGE_WINDOW_SETTING
 from analyzer.store.lake import MANIFEST, PARTITION, lake_schema
 
@@ -189,7 +189,7 @@ def lake_relations(spark: SparkSession, paths: list[str], lake_dir: str | Path, 
         frames[name] = old.get(name)
     # The schema the lake's relations have: this analyzer's, all of whose migrations it was made with.
     frames["_migrations"] = old["_migrations"] if "_migrations" in old else spark.createDataFrame(
-        [(name, now) for name, _ in MIGRATIONS], spark_schema(schema["_migrations"]))
+        [(name, now) for name in (BASELINE, *(n for n, _ in MIGRATIONS))], spark_schema(schema["_migrations"]))
 
     out = {}
     for name, columns in schema.items():

@@ -17,7 +17,7 @@ and ``5.7`` into an INTEGER are 5 and 6, a number into a BOOLEAN is ``<> 0``),
 so a field of an unexpected type never spoils its record; what still differs is
 listed in docs/spark.md (trailing commas, duplicate keys, a few timestamp
 spellings). The records the proxy writes are read identically: the test
-``tests/unit/questions/test_spark_raw.py`` compares every column of the sample week.
+``tests/e2e/test_spark_raw.py`` compares every column of the sample week.
 """
 
 from __future__ import annotations

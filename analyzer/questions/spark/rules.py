@@ -7,7 +7,7 @@ applied by :func:`apply_rules` to every node, after the catalog's macros were
 inlined (:mod:`analyzer.questions.spark.macros`). Each says what DuckDB and
 Spark do differently. A construct a rule cannot express exactly raises
 :class:`UnsupportedConstruct`, so a new DuckDB-only construct in a question fails
-loudly (the gate in tests/unit/questions/test_spark_gate.py runs every question)
+loudly (the gate in tests/e2e/test_spark_gate.py runs every question)
 instead of answering something else on Spark.
 """
 

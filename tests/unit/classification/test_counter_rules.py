@@ -16,9 +16,9 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.store.holdings import DEFAULT_WEDGE_WINDOW_S, WEDGE_WINDOW_SETTING, stored_wedge_window
-from analyzer.ingestion.metric_store import insert_samples
 from analyzer.classification.windows import write_windows
 from analyzer.store.asking import ask
+from tests.support.metric_rows import insert_samples
 
 T0 = datetime(2026, 11, 20, 6, 0)
 # (seconds after T0, counter value): 10 tokens/s, a restart at 180 s, a 400 s hole

@@ -8,8 +8,6 @@ before it shipped, ingested into a real DuckDB file.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -29,6 +27,7 @@ from tests.support.records import (
     response_ok,
     write_jsonl,
 )
+from tests.support.cli import analyze
 
 DAY = 24 * 60  # minutes
 
@@ -168,8 +167,7 @@ def test_before_and_after_by_what_the_records_say(con):
 
 def test_json_output_carries_the_split(db, tmp_path):
     _path, logs = db
-    proc = subprocess.run([sys.executable, "-m", "analyzer", str(logs), "--db", str(tmp_path / "j.duckdb"), "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = analyze(logs, "--db", tmp_path / "j.duckdb", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["sizing"]["sessions_lost_after_ladder"] == 1

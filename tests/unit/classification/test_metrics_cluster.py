@@ -358,8 +358,9 @@ def test_a_malformed_line_of_a_kept_metric_in_a_streamed_scrape_names_the_line(t
     assert con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] == 0
 
 
-def test_csv_and_json_exports_are_read_by_duckdb_not_the_python_parser(tmp_path, monkeypatch, con):
-    """The fast readers must take well-formed exports themselves; the Python parser is only the referee."""
+def test_csv_and_json_exports_are_never_read_by_the_python_parser(tmp_path, monkeypatch, con):
+    """Well-formed exports go through their own readers (DuckDB's for CSV, the series walk for
+    API JSON, a bare ``data`` in a list too); the Python parser only takes what DuckDB refuses."""
     import analyzer.ingestion.metric_readers as readers
 
     def referee(path):

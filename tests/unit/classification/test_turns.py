@@ -180,6 +180,20 @@ def test_tool_history_from_earlier_turns_of_the_session(tmp_path, ingested):
     con.close()
 
 
+def test_an_error_is_never_ok_when_request_and_response_name_different_providers(ingested):
+    """The error's kind is read per (response provider, text): a request record naming
+    another provider (a renamed route, a hostile or mixed log) must not turn it into `ok`."""
+    con = ingested([request("30000001", at(0), provider="nrp"),
+                    response_error("30000001", at(0), "Streaming is not supported by this proxy",
+                                   provider="streaming-unsupported", latency_ms=0),
+                    request("30000002", at(5), provider="nrp"),
+                    response_error("30000002", at(6), "ConnectError: All connection attempts failed",
+                                   provider="nrp-b", latency_ms=3)])
+    got = dict(con.execute("SELECT request_id, incident_class FROM turns").fetchall())
+    assert got == {"30000001": "client-error", "30000002": "connection-error"}
+    con.close()
+
+
 def test_ladder_records_written_by_the_real_module(tmp_path, ingested):
     """Records carrying log_fields from a real run_ladder: classified by the original attempt."""
     payload = {"model": "glm-5", "max_tokens": 1024, "tools": [{"type": "function", "function": {"name": "q"}}],

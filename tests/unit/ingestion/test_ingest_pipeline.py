@@ -335,3 +335,45 @@ def test_the_classification_bound_does_not_hide_an_error_on_an_aborted_transacti
     finally:
         sys.unraisablehook = old_hook
         con.close()
+
+
+def test_connections_are_tracked_from_threads_while_a_sigint_walks_them():
+    """interrupt.track from worker threads (the stores) while the SIGINT watcher interrupts
+    every tracked connection: neither may fail."""
+    from analyzer.core import interrupt
+    class FakeConnection:  # what the watcher calls on a tracked DuckDB connection
+        interrupted = 0
+
+        def interrupt(self):
+            FakeConnection.interrupted += 1
+
+    kept = [FakeConnection() for _ in range(20_000)]
+    for con in kept:
+        interrupt.track(con)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def tracking():
+        try:
+            while not stop.is_set():
+                batch = [FakeConnection() for _ in range(200)]
+                for con in batch:
+                    interrupt.track(con)
+                del batch  # collected: the set shrinks too
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    workers = [threading.Thread(target=tracking) for _ in range(3)]
+    for w in workers:
+        w.start()
+    try:
+        for _ in range(30):
+            interrupt._interrupt_connections()
+    except BaseException as exc:  # noqa: BLE001
+        errors.append(exc)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    assert not errors
+    assert FakeConnection.interrupted >= 30 * len(kept)

@@ -34,6 +34,7 @@ from tests.support.records import (
     stdout_line,
     write_jsonl,
 )
+from tests.support.cli import analyze
 
 
 def _pairs(n: int, start: float = 0.0, session: str = "s-1", prefix: int = 0xb0000000) -> list[dict]:
@@ -227,17 +228,14 @@ def test_the_cli_lists_skipped_files_and_exits_as_documented(tmp_path):
     write_jsonl(logs / "good.jsonl", _pairs(2))
     (logs / "notes.txt").write_text("not a log\n")
     db = tmp_path / "a.duckdb"
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--json"],
-                       capture_output=True, text=True)
+    p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "skipped" in p.stderr and "notes.txt" in p.stderr
     doc = json.loads(p.stdout)
     assert [Path(s["path"]).name for s in doc["ingest"]["skipped_files"]] == ["notes.txt"]
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--strict", "--json"],
-                       capture_output=True, text=True)
+    p = analyze(logs, "--db", db, "--strict", "--json")
     assert p.returncode == 8, p.stderr  # --strict: the run completed, something was skipped
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(logs / "notes.txt"), "--db", str(db)],
-                       capture_output=True, text=True)
+    p = analyze(logs / "notes.txt", "--db", db)
     assert p.returncode == 3 and "nothing was ingested" in p.stderr
 
 
@@ -419,8 +417,7 @@ def test_prometheus_exports_among_the_logs_are_loaded_as_metrics(tmp_path):
          "values": [[1763251200 + 30 * i, "1"] for i in range(10)]}]}}
     (logs / "up.json").write_text(json.dumps(doc, indent=2))
     db = tmp_path / "a.duckdb"
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--json"],
-                       capture_output=True, text=True)
+    p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "loaded as metrics" in p.stderr
     assert q(db, "SELECT count(*) FROM quarantine") == [(0,)]

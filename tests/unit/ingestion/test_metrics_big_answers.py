@@ -1,13 +1,13 @@
 """Huge Prometheus answers in bounded memory: the hostile input, as a file and from a live server.
 
 A ``query_range`` answer of 100 MB (497 series x 11,000 points, ``tools.big_prometheus``)
-once took 4.4 GB (file) and 3.8 GB (live) of peak RSS; a JSON file from 8 MiB is now
-walked a series at a time and a live answer over 16 MiB is asked again in pages of
-time. The real CLI runs in a child process; its own peak RSS comes from ``wait4``
-(through a small launcher: tests/support/peak_rss.py says why).
+must stay under 1.5 GB of peak RSS: a JSON file is walked a series at a time
+(``analyzer.ingestion.apistream``) and a live answer over 16 MiB is asked again in
+pages of time. The real CLI runs in a child process; its own peak RSS comes from
+``wait4`` (through a small launcher: tests/support/peak_rss.py says why).
 Besides: the pages ask exactly the points one query would, a page too big for a
-single instant is refused with a way out, and the series walk reads every shape the
-usual readers do.
+single instant is refused with a way out, and the series walk reads every layout of
+an answer, and refuses what is not one with the reason.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import pytest
 from analyzer.store.db import connect
 from analyzer.core.errors import AnalyzerError, ExitCode, InputError
 from analyzer.jobs.metrics import load_metrics, load_prometheus
-from analyzer.ingestion import metric_readers as readers
+from analyzer.ingestion import apistream
 from analyzer.ingestion.metric_readers import stage_file
+from analyzer.io import prometheus
 from analyzer.ingestion.metric_stage import Series, close_stage, open_stage
 from tools.big_prometheus import Spec, serve, spec_for_bytes, write_answer, write_logs
 from tests.support.peak_rss import run_with_peak_rss
@@ -129,7 +130,7 @@ def test_pages_ask_exactly_the_points_of_one_query_and_store_what_a_file_stores(
                 report = load_metrics(con, [str(file)])
             else:
                 if how == "pages":  # 64 KiB per answer: every query is paged, some pages shrink
-                    monkeypatch.setenv("ANALYZER_PROMETHEUS_PAGE_BYTES", str(64 * 1024))
+                    monkeypatch.setattr(prometheus, "PAGE_BYTES", 64 * 1024)
                 with serve(spec) as url:
                     report = load_prometheus(con, url, spec.t0, spec.end, step=spec.step)
             digests[how] = _digest(con)
@@ -147,7 +148,7 @@ def test_an_answer_too_big_for_a_single_instant_is_refused_with_a_way_to_narrow_
     """A server that sends every point whatever the range (or a Prometheus with too many
     series) is refused after a few shrinking pages, never read whole."""
     spec = Spec(pods=20, points=2000)  # about 1.5 MB per metric, whatever is asked
-    monkeypatch.setenv("ANALYZER_PROMETHEUS_PAGE_BYTES", str(64 * 1024))
+    monkeypatch.setattr(prometheus, "PAGE_BYTES", 64 * 1024)
     con = connect(tmp_path / "a.duckdb")
     try:
         with serve(spec, ignore_range=True) as url:
@@ -161,37 +162,31 @@ def test_an_answer_too_big_for_a_single_instant_is_refused_with_a_way_to_narrow_
     assert "more than 0.0625 MiB" in message and "single instant" in message and "--prometheus-selector" in message
 
 
-def test_the_page_budget_must_be_a_size(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANALYZER_PROMETHEUS_PAGE_BYTES", "16MB")
-    spec = Spec(pods=1, points=10)
-    con = connect(tmp_path / "a.duckdb")
-    try:
-        with serve(spec) as url, pytest.raises(AnalyzerError) as err:
-            load_prometheus(con, url, spec.t0, spec.end, step=spec.step)
-    finally:
-        con.close()
-    assert err.value.exit_code == ExitCode.USAGE and "ANALYZER_PROMETHEUS_PAGE_BYTES" in str(err.value)
-
-
 # ---------------------------------------------------------------------------
 # The series walk reads what the usual readers read
 
 
-def _staged(path: Path, walk: bool, monkeypatch) -> tuple:
-    monkeypatch.setattr(readers, "JSON_STREAM_BYTES", 0 if walk else 1 << 62)
+def _staged(path: Path) -> tuple:
+    """("ok", the staged rows: metric, labels and pod of the series, time, value) or ("error", the message)."""
     con = open_stage()
     try:
         series = Series()
         try:
             stage_file(con, path, series)
-        except InputError:
-            return ("error",)
+        except InputError as exc:
+            return ("error", str(exc))
         rows = con.execute("""
             SELECT st.metric, l.sid, st.ts_us, st.value::VARCHAR FROM _metric_stage st
             LEFT JOIN _metric_labels l ON l.label_key = st.label_key ORDER BY st.ord, st.rowid""").fetchall()
-        return ("ok", [(m, series.rows[sid][1:] if sid is not None else None, t, v) for m, sid, t, v in rows])
+        return ("ok", [(m, series.rows[sid][1:3] if sid is not None else None, t, v) for m, sid, t, v in rows])
     finally:
         close_stage(con)
+
+
+def _write(path: Path, doc, packed: bool = False) -> Path:
+    text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
+    path.write_bytes(gzip.compress(text.encode()) if packed else text.encode())
+    return path
 
 
 def _series(**labels) -> dict:
@@ -203,53 +198,81 @@ def _ok(result, kind="matrix") -> dict:
     return {"status": "success", "data": {"resultType": kind, "result": result}}
 
 
+#: One series and an expression's in every layout of an answer: each stages the same rows.
+LAYOUTS = {
+    "one answer": _ok([_series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}]),
+    "a list of one answer": [_ok([_series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}])],
+    "a list in a list": [[_ok([_series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}])]],
+    "two answers in a list": [_ok([_series()]), _ok([{"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}])],
+    "two answers, one per line": json.dumps(_ok([_series()])) + "\n" + json.dumps(
+        _ok([{"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}])) + "\n",
+    "warnings after data": {**_ok([_series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}]),
+                            "warnings": ["w"], "infos": ["i"]},
+    "status after data": {"data": {"resultType": "matrix", "result": [
+        _series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}]}, "status": "success"},
+    "bare data": {"resultType": "matrix", "result": [_series(), {"metric": {"pod": "p1"},
+                                                                 "values": [[1800000000, "4"]]}]},
+    "result before resultType": {"status": "success", "data": {"result": [
+        _series(), {"metric": {"pod": "p1"}, "values": [[1800000000, "4"]]}], "resultType": "matrix"}},
+}
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_the_series_walk_reads_every_layout_of_an_answer_alike(tmp_path, packed):
+    staged = {name: _staged(_write(tmp_path / (f"{i}.json" + (".gz" if packed else "")), doc, packed))
+              for i, (name, doc) in enumerate(LAYOUTS.items())}
+    labels = ('{"pod":"p1"}', "p1")
+    expected = ("ok", [("vllm:generation_tokens_total", labels, 1800000000_000000, "1.0"),
+                       ("vllm:generation_tokens_total", labels, 1800000015_500000, "2.5"),
+                       ("vllm:generation_tokens_total", labels, 1800000030_250000, "nan"),
+                       ("", labels, 1800000000_000000, "4.0")])  # no name: staged, never stored
+    assert staged == {name: expected for name in LAYOUTS}
+
+
+#: Other answers: how many points each stages, or the reason it is refused.
 SHAPES = {
-    "one answer": _ok([_series(), _series(pod="p2"), {"metric": {"__name__": "other"}, "values": [[1, "1"]]}]),
-    "vector": _ok([{"metric": {"__name__": "up", "pod": "p"}, "value": [1800000000, "1"]},
-                   {"metric": {"__name__": "up"}, "value": None}], "vector"),
-    "a list of answers": [_ok([_series()]), _ok([_series(pod="p3")])],
-    "null result": _ok(None),
-    "warnings after data": {**_ok([_series()]), "warnings": ["w"], "infos": ["i"]},
-    "status after data": {"data": {"resultType": "matrix", "result": [_series()]}, "status": "success"},
-    "bare data": {"resultType": "matrix", "result": [_series()]},
-    "result before resultType": {"status": "success", "data": {"result": [_series()], "resultType": "matrix"}},
-    "times as text, int labels": _ok([{"metric": {"__name__": "up", "pod": 5}, "values": [["1800000000.25", "1"]]}]),
-    "no metric object": _ok([{"values": [[1800000000, "1"]]}]),
-    "unicode labels": _ok([_series(pod="pöd ✓")]),
-    "an error response": {"status": "error", "errorType": "bad_data", "error": "nope"},
-    "a scalar result": {"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
-    "a value that is not a number": _ok([{"metric": {"__name__": "up"}, "values": [[1800000000, "x"]]}]),
-    "a null value": _ok([{"metric": {"__name__": "up"}, "values": [[1800000000, None]]}]),
-    "no data": {"status": "success"},
-    "a dict result": _ok({"a": 1}),
+    "vector": (_ok([{"metric": {"__name__": "up", "pod": "p"}, "value": [1800000000, "1"]},
+                    {"metric": {"__name__": "up"}, "value": None}], "vector"), 1),
+    "null result": (_ok(None), 0),
+    "times as text, int labels": (_ok([{"metric": {"__name__": "up", "pod": 5},
+                                        "values": [["1800000000.25", "1"]]}]), 1),
+    "no metric object": (_ok([{"values": [[1800000000, "1"]]}]), 1),
+    "unicode labels": (_ok([_series(pod="pöd ✓")]), 3),
+    "empty": ("", 0),
+    "empty list": ("[]", 0),
+    "an error response": ({"status": "error", "errorType": "bad_data", "error": "nope"}, "bad_data: nope"),
+    "a scalar result": ({"status": "success", "data": {"resultType": "scalar", "result": [1, "2"]}},
+                        "unsupported Prometheus resultType 'scalar'"),
+    "a value that is not a number": (_ok([{"metric": {"__name__": "up"}, "values": [[1800000000, "x"]]}]),
+                                     "a value that is not a number"),
+    "a null value": (_ok([{"metric": {"__name__": "up"}, "values": [[1800000000, None]]}]), "a value that is null"),
+    "a point without a value": (_ok([{"metric": {"__name__": "up"}, "values": [[1800000000]]}]),
+                                "a point is not [time, value]"),
+    "no data": ({"status": "success"}, "no data.result"),
+    "a dict result": (_ok({"a": 1}), "malformed matrix result"),
+    "a number": ("5", "expected a JSON object"),
+    "truncated": (json.dumps(_ok([_series()]))[:-10], "not valid JSON"),
+    "trailing text": (json.dumps(_ok([_series()])) + " trailing", "not valid JSON"),
 }
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_the_series_walk_reads_every_shape_as_the_usual_readers_do(tmp_path, monkeypatch, shape, packed):
-    text = json.dumps(SHAPES[shape], ensure_ascii=False)
-    path = tmp_path / ("answer.json.gz" if packed else "answer.json")
-    path.write_bytes(gzip.compress(text.encode()) if packed else text.encode())
-    assert _staged(path, True, monkeypatch) == _staged(path, False, monkeypatch)
-
-
-@pytest.mark.parametrize("text", [
-    "\n".join(json.dumps(_ok([_series(pod=f"p{i}")])) for i in range(3)) + "\n",  # JSONL
-    "", "[]", json.dumps(_ok([_series()]))[:-10], json.dumps(_ok([_series()])) + " trailing",
-], ids=["jsonl", "empty", "empty list", "truncated", "trailing text"])
-def test_the_series_walk_reads_lines_and_broken_files_as_the_usual_readers_do(tmp_path, monkeypatch, text):
-    path = tmp_path / "answer.json"
-    path.write_text(text)
-    assert _staged(path, True, monkeypatch) == _staged(path, False, monkeypatch)
+def test_the_series_walk_stages_an_answer_or_says_why_not(tmp_path, shape, packed):
+    doc, expected = SHAPES[shape]
+    path = _write(tmp_path / ("answer.json.gz" if packed else "answer.json"), doc, packed)
+    staged = _staged(path)
+    if isinstance(expected, int):
+        assert staged[0] == "ok" and len(staged[1]) == expected, staged
+    else:
+        assert staged[0] == "error" and f"{path}: not a valid prometheus-json metrics file" in staged[1], staged
+        assert expected in staged[1], staged
 
 
 def test_a_series_cut_by_the_read_buffer_is_read_whole(tmp_path, monkeypatch):
     """Series longer than the walk's read size, numbers cut at a buffer's end: the same points."""
-    from analyzer.ingestion import apistream
-
-    monkeypatch.setattr(apistream, "READ_BYTES", 7)
     spec = Spec(pods=2, points=50)
     write_answer(tmp_path / "answer.json", spec)
-    walked = _staged(tmp_path / "answer.json", True, monkeypatch)
-    assert walked == _staged(tmp_path / "answer.json", False, monkeypatch) and len(walked[1]) == spec.samples
+    whole = _staged(tmp_path / "answer.json")
+    monkeypatch.setattr(apistream, "READ_BYTES", 7)
+    assert _staged(tmp_path / "answer.json") == whole and len(whole[1]) == spec.samples

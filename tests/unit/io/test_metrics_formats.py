@@ -23,7 +23,6 @@ from analyzer.ingestion.metric_store import parse_model_map
 from analyzer.io.metric_formats import (
     CSV,
     EXPOSITION,
-    JSON,
     OPENMETRICS,
     parse_kv_labels,
     read_metrics_file,
@@ -76,10 +75,6 @@ def test_query_range_matrix_file(tmp_path, con):
     ])
     path = tmp_path / "range.json"
     path.write_text(json.dumps(doc))
-
-    read = read_metrics_file(path)
-    assert read.form == JSON
-    assert [s.ts_us for s in read.samples[:3]] == [T0 * 10**6, (T0 + 15) * 10**6, (T0 + 30) * 10**6 + 500_000]
 
     report = load_metrics(con, [str(path)])
     assert report.samples_new == 6
@@ -134,6 +129,21 @@ def test_series_without_a_name_are_skipped(tmp_path, con):
     path.write_text(json.dumps(doc))
     report = load_metrics(con, [str(path)])
     assert report.other_metrics == 1 and stored(con) == []
+
+
+def test_api_json_times_and_values_as_prometheus_may_spell_them(tmp_path, con):
+    """Times as numbers or text, to the microsecond as Python rounds; values as ``float()`` reads them
+    (infinities and NaN are read, and dropped when stored); an empty vector answer beside them."""
+    times = [T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5.123456789, str(T0 + 6), 1.8e9 + 7]
+    values = ["-Inf", "1e3", " 7", "-0", "0.1", "3", "1", "NaN"]
+    path = tmp_path / "spellings.json"
+    path.write_text(json.dumps([api([{"metric": {"__name__": "up", "pod": "d"}, "values": list(zip(times, values))}]),
+                                api([], kind="vector")]))
+    report = load_metrics(con, [str(path)])
+    assert (report.samples_read, report.non_finite) == (8, 2)
+    rows = con.execute("SELECT epoch_us(ts), value FROM metric_samples ORDER BY ts").fetchall()
+    assert rows == [((T0 + 1) * 10**6, 1000.0), ((T0 + 2) * 10**6, 7.0), ((T0 + 3) * 10**6, -0.0),
+                    ((T0 + 4) * 10**6, 0.1), (round((T0 + 5.123456789) * 10**6), 3.0), ((T0 + 6) * 10**6, 1.0)]
 
 
 # ---------------------------------------------------------------------------
@@ -432,58 +442,3 @@ def test_parse_model_map():
         # the library speaks of its parameter; `analyze --model-map` names the option (tests/unit/cli/test_commands.py)
         assert err.value.exit_code == ExitCode.USAGE and err.value.param == "model_map"
         assert "LOG_MODEL=METRIC_MODEL_NAME" in str(err.value) and "--" not in str(err.value)
-
-
-def test_typed_and_json_text_readers_stage_the_same(tmp_path):
-    """query_range/query JSON goes through read_json into typed lists; the JSON-text reader
-    (read_json_objects) stays for other shapes. On the shapes both take, they stage the
-    same points and interned labels; on the others the typed one stands aside."""
-    from analyzer.ingestion.metric_readers import _stage_json_objects, _stage_json_typed
-    from analyzer.ingestion.metric_stage import LABELS, STAGE, Series, close_stage, open_stage
-
-    usual = [
-        api([matrix("vllm:generation_tokens_total", {**GLM, "pod": "a"}, [(T0, 1), (T0 + 15.25, 2.5), (T0 + 30, "NaN")]),
-             matrix("up", {"pod": "a", "instance": "10.0.0.5:8000"}, [(T0, 1)]),
-             matrix("vllm:num_requests_running", {**GLM, "pod": "a"}, []),
-             {"metric": {"pod": "b"}, "values": [[T0, "+Inf"]]},  # no __name__ (an expression)
-             {"metric": {"__name__": "up", "pod": "d"},
-              "values": [[T0, "-Inf"], [T0 + 1, "1e3"], [T0 + 2, " 7"], [T0 + 3, "-0"], [T0 + 4, "0.1"],
-                         [T0 + 5.123456789, "3"], [str(T0 + 6), "1"], [1.8e9 + 7, "2"]]}]),
-        [api([matrix("up", {"pod": "a"}, [(T0, 1)])]), api([], kind="vector"),
-         api([{"metric": {"__name__": "up", "pod": "c"}, "value": [T0 + 0.5, "0"]}], kind="vector")],
-    ]
-    odd = [[api([matrix("up", {"pod": "a"}, [(T0, 1)])]), {"resultType": "matrix", "result": []}],  # bare data
-           api([1, 2]),  # result entries that are not series
-           {"status": "success", "data": {"resultType": "matrix", "result": {"up": 1}}}]
-
-    def staged(reader, path):
-        scratch = open_stage()
-        try:
-            series = Series()
-            took = reader(scratch, path, series)
-            points = scratch.execute(f"""SELECT s.ord, s.metric, s.ts_us, s.value, l.sid FROM {STAGE} s
-                                         LEFT JOIN {LABELS} l USING (label_key) ORDER BY s.ord""").fetchall()
-            labels = {sid: (canonical, pod) for sid, canonical, pod, *_ in series.rows}
-            return took, [(o, m, t, v, labels.get(sid)) for o, m, t, v, sid in points]
-        finally:
-            close_stage(scratch)
-
-    paths = []
-    for i, doc in enumerate(usual):
-        paths.append(tmp_path / f"usual-{i}.json")
-        paths[-1].write_text(json.dumps(doc))
-    paths.append(tmp_path / "usual.json.gz")  # gzipped: read_json's bound from the gzip trailer
-    paths[-1].write_bytes(gzip.compress(json.dumps(usual[0]).encode()))
-    for path in paths:
-        took, typed = staged(_stage_json_typed, path)
-        # (the JSON-text reader's bound for a gzipped file exceeds the scratch memory: the plain one)
-        _none, text = staged(_stage_json_objects, paths[0] if path.suffix == ".gz" else path)
-        # order, name, time, value (NaN and Inf as the text reader casts them: store_stage
-        # drops them), and the series the labels were interned as
-        assert took is True and typed
-        assert [(o, m, t, str(v), lab) for o, m, t, v, lab in typed] == \
-            [(o, m, t, str(v), lab) for o, m, t, v, lab in text]
-    for i, doc in enumerate(odd):
-        path = tmp_path / f"odd-{i}.json"
-        path.write_text(json.dumps(doc))
-        assert staged(_stage_json_typed, path) == (False, [])

@@ -26,6 +26,7 @@ from analyzer.online import (
     CLASSES,
     OUTCOMES,
     ClientRequestError,
+    LadderSettings,
     answer_summary,
     arun_ladder,
     build_rung,
@@ -191,7 +192,7 @@ def test_ladder_never_raises_on_what_send_returns(payload, answers, flatten, len
         *(payload["messages"] if isinstance(payload["messages"], list) else [payload["messages"]])]}
     before = copy.deepcopy(payload)
     send = ScriptedSend(answers)
-    result = run_ladder(payload, send, flatten=flatten, length_recovery=length_recovery)
+    result = run_ladder(payload, send, LadderSettings(flatten=flatten, length_recovery=length_recovery))
     _check_result(result, before, payload)
     assert send.calls == len(result.attempts)
     log = log_fields(payload, result.status, result.body, result, latency_ms=10)
@@ -208,7 +209,7 @@ def test_async_ladder_never_raises_on_what_send_returns(payload, answers):
     async def send(p):
         return scripted(p)
 
-    result = asyncio.run(arun_ladder(payload, send, flatten=True, length_recovery=True))
+    result = asyncio.run(arun_ladder(payload, send, LadderSettings(flatten=True, length_recovery=True)))
     _check_result(result, before, payload)
 
 
@@ -291,7 +292,7 @@ def test_known_crashing_bodies_are_classified(body):
 def test_flatten_rung_runs_on_malformed_transcripts_after_four_failed_calls(messages):
     payload = {"model": "glm-5", "messages": _TOOL_HISTORY + messages, "tools": [{"type": "function"}]}
     send = ScriptedSend([(500, {}, b"")] * 4 + [(200, {}, _answer({"content": "done"}))])
-    result = run_ladder(payload, send, flatten=True)
+    result = run_ladder(payload, send, LadderSettings(flatten=True))
     assert [a.rung for a in result.attempts] == ["original", *ALL_RUNGS]  # every rung reached, none raised
     assert result.recovered_at == "flatten_transcript"
     flat = build_rung(payload, "flatten_transcript")["messages"]

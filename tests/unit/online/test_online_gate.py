@@ -18,6 +18,7 @@ from analyzer.online import (
     LADDER_MODELS,
     LOG_FIELDS_VERSION,
     ClientRequestError,
+    LadderSettings,
     arun_ladder,
     decide,
     features_from_exchange,
@@ -93,7 +94,7 @@ def test_ladder_armed_is_unknown_without_a_ladder_result():
 def test_junk_models_are_refused_before_any_call(models):
     send = ScriptedSend(OK)
     with pytest.raises(ValueError, match="models"):
-        run_ladder(tool_payload(), send, models=models)
+        run_ladder(tool_payload(), send, LadderSettings(models=models))
     assert send.calls == 0
 
 
@@ -116,7 +117,7 @@ def test_a_rung_the_upstream_refuses_is_recorded_and_the_next_rung_tried():
 
 
 def test_refused_rungs_count_toward_max_attempts():
-    result = run_ladder(tool_payload(), ScriptedSend(NAKED_500, REFUSED, OK), max_attempts=2)
+    result = run_ladder(tool_payload(), ScriptedSend(NAKED_500, REFUSED, OK), LadderSettings(max_attempts=2))
     assert result.outcome == "attempt-limit" and [a.refused for a in result.attempts] == [False, True]
 
 
@@ -136,7 +137,8 @@ def test_a_refused_disable_thinking_rung_is_marked():
     # GLM-5.3 is reported to refuse thinking off: the length ladder's last rung.
     length = (200, {}, json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "hm"},
                                                  "finish_reason": "length"}]}).encode())
-    result = run_ladder(tool_payload(max_tokens=1024), ScriptedSend(length, length, REFUSED), length_recovery=True)
+    result = run_ladder(tool_payload(max_tokens=1024), ScriptedSend(length, length, REFUSED),
+                        LadderSettings(length_recovery=True))
     assert [(a.rung, a.refused) for a in result.attempts] == [
         ("original", False), ("thinking_budget", False), ("disable_thinking", True)]
     assert result.outcome == "exhausted"
@@ -204,9 +206,10 @@ def test_a_wall_clock_deadline_is_refused_with_the_fix_in_the_message():
 
 def test_a_deadline_up_to_a_day_ahead_is_accepted():
     clock = FakeClock()
-    assert run_ladder(tool_payload(), ScriptedSend(OK), clock=clock, deadline=clock.now + 86_400).status == 200
+    assert run_ladder(tool_payload(), ScriptedSend(OK),
+                      LadderSettings(clock=clock), deadline=clock.now + 86400).status == 200
     with pytest.raises(ValueError):
-        run_ladder(tool_payload(), ScriptedSend(OK), clock=clock, deadline=clock.now + 86_401)
+        run_ladder(tool_payload(), ScriptedSend(OK), LadderSettings(clock=clock), deadline=clock.now + 86401)
     # The monotonic form the proxy uses.
     assert run_ladder(tool_payload(), ScriptedSend(OK), deadline=time.monotonic() + 300).status == 200
 

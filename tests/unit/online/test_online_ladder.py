@@ -18,12 +18,13 @@ from analyzer.online import (
     ALL_RUNGS,
     DEFAULT_RUNGS,
     LENGTH_RUNGS,
+    LadderSettings,
     TurnFeatures,
     arun_ladder,
     build_rung,
     ladder_trigger,
-    rung_payloads,
     run_ladder,
+    rung_payloads,
     validate_thinking_budget,
 )
 
@@ -318,12 +319,18 @@ class FakeClock:
         return self.now
 
 
+def ladder(runner, payload, send, **kwargs):
+    """``runner`` (run_ladder or arun_ladder) with ``kwargs`` as the settings and the call's deadline."""
+    per_call = {k: kwargs.pop(k) for k in ("deadline", "time_left_s") if k in kwargs}
+    return runner(payload, send, LadderSettings(**kwargs), **per_call)
+
+
 def run_both(payload, make_send, **kwargs):
     """Run the sync and the async runner on identical scripts; return both results."""
     sync_send = make_send()
-    sync = run_ladder(payload, sync_send, **kwargs)
+    sync = ladder(run_ladder, payload, sync_send, **kwargs)
     async_send = make_send()
-    asyn = asyncio.run(arun_ladder(payload, async_send.coroutine, **kwargs))
+    asyn = asyncio.run(ladder(arun_ladder, payload, async_send.coroutine, **kwargs))
     return (sync, sync_send), (asyn, async_send)
 
 
@@ -423,7 +430,7 @@ def test_ladder_trigger():
 def test_never_more_calls_than_max_attempts(max_attempts, flatten, failure):
     rungs = ALL_RUNGS if flatten else DEFAULT_RUNGS
     send = ScriptedSend(failure)
-    result = run_ladder(tool_payload(), send, flatten=flatten, max_attempts=max_attempts)
+    result = run_ladder(tool_payload(), send, LadderSettings(flatten=flatten, max_attempts=max_attempts))
     expected = min(max_attempts, 1 + len(rungs))
     assert send.calls == len(result.attempts) == expected <= max_attempts
     assert result.outcome == ("exhausted" if max_attempts > len(rungs) else "attempt-limit")
@@ -436,7 +443,7 @@ def test_recovers_at_the_first_good_rung_within_the_bound(oks, max_attempts):
     """Model check: call i answers OK iff oks[i] (the original must fail to trigger)."""
     replies = [NAKED_500] + [OK if good else NAKED_500 for good in oks]
     send = ScriptedSend(*replies)
-    result = run_ladder(tool_payload(), send, flatten=True, max_attempts=max_attempts)
+    result = run_ladder(tool_payload(), send, LadderSettings(flatten=True, max_attempts=max_attempts))
     allowed = min(max_attempts - 1, len(ALL_RUNGS))  # rung calls the bounds allow
     first_good = next((i for i, good in enumerate((oks + [oks[-1]] * 6)[:allowed]) if good), None)
     if first_good is None:
@@ -457,14 +464,15 @@ def test_recovers_at_the_first_good_rung_within_the_bound(oks, max_attempts):
 def test_time_budget_with_an_injected_clock(budget, cost, rung_calls):
     clock = FakeClock()
     send = ScriptedSend(NAKED_500, clock=clock, cost=cost)
-    result = run_ladder(tool_payload(), send, time_budget_s=budget, clock=clock)
+    result = run_ladder(tool_payload(), send, LadderSettings(time_budget_s=budget, clock=clock))
     assert send.calls == 1 + rung_calls
     assert result.outcome == ("time-budget" if rung_calls < len(DEFAULT_RUNGS) else "exhausted")
     assert all(a.latency_ms == cost * 1000 for a in result.attempts)  # latency read from the same clock
 
     clock = FakeClock()
     asend = ScriptedSend(NAKED_500, clock=clock, cost=cost)
-    aresult = asyncio.run(arun_ladder(tool_payload(), asend.coroutine, time_budget_s=budget, clock=clock))
+    aresult = asyncio.run(arun_ladder(tool_payload(), asend.coroutine,
+                                      LadderSettings(time_budget_s=budget, clock=clock)))
     assert asend.calls == send.calls and aresult.outcome == result.outcome
 
 
@@ -480,7 +488,7 @@ def test_async_budget_is_a_hard_bound_on_a_hanging_rung():
             cancelled.append(True)
             raise
 
-    result = asyncio.run(arun_ladder(tool_payload(), send, time_budget_s=0.5))
+    result = asyncio.run(arun_ladder(tool_payload(), send, LadderSettings(time_budget_s=0.5)))
     assert cancelled == [True]
     assert result.outcome == "time-budget" and result.recovered_at is None
     assert summary(result) == [("original", 500, "tool-history-5xx"), ("tool_choice_none", None, "timeout")]
@@ -492,9 +500,9 @@ def test_async_budget_is_a_hard_bound_on_a_hanging_rung():
 def test_invalid_bounds_are_rejected_before_any_call(kwargs):
     send = ScriptedSend(OK)
     with pytest.raises(ValueError):
-        run_ladder(tool_payload(), send, **kwargs)
+        ladder(run_ladder, tool_payload(), send, **kwargs)
     with pytest.raises(ValueError):
-        asyncio.run(arun_ladder(tool_payload(), send.coroutine, **kwargs))
+        asyncio.run(ladder(arun_ladder, tool_payload(), send.coroutine, **kwargs))
     assert send.calls == 0
 
 
@@ -563,14 +571,14 @@ def test_length_recovery_budget_then_thinking_off():
 def test_length_recovery_at_the_budget_rung():
     payload = tool_payload(max_tokens=4096)
     send = ScriptedSend(LENGTH, OK)
-    result = run_ladder(payload, send, length_recovery=True, answer_reserve=1024)
+    result = run_ladder(payload, send, LadderSettings(length_recovery=True, answer_reserve=1024))
     assert result.recovered_at == "thinking_budget" and send.calls == 2
     assert send.payloads[1]["thinking_token_budget"] == 3070  # the answer-reserve table's exact-boundary row (4096, reserve 1024)
 
 
 def test_length_recovery_does_not_replace_the_tool_ladder():
     send = ScriptedSend(NAKED_500, OK)
-    result = run_ladder(tool_payload(), send, length_recovery=True)
+    result = run_ladder(tool_payload(), send, LadderSettings(length_recovery=True))
     assert result.recovered_at == "tool_choice_none"
 
 
@@ -599,7 +607,7 @@ def test_every_enabled_rung_is_reachable_under_the_defaults():
             assert [a.rung for a in result.attempts] == ["original", *rungs]
             assert result.outcome == "exhausted" and send.calls == 1 + len(rungs)
     payload = tool_payload(max_tokens=2048)
-    result = run_ladder(payload, ScriptedSend(LENGTH), length_recovery=True)
+    result = run_ladder(payload, ScriptedSend(LENGTH), LadderSettings(length_recovery=True))
     assert [a.rung for a in result.attempts] == ["original", *LENGTH_RUNGS]
 
 
@@ -613,8 +621,8 @@ def test_no_thinking_budget_without_a_max_tokens_to_size_it_from():
                                    "reason": "the request has no max_tokens to size a thinking budget from"}]
         assert result.to_log()["skipped"] == result.skipped and result.recovered_at == "disable_thinking"
     # No room under the cap after the answer reserve: skipped too, never a budget of 0.
-    tight = run_ladder(tool_payload(max_tokens=200), ScriptedSend(LENGTH, OK), length_recovery=True,
-                       answer_reserve=256)
+    tight = run_ladder(tool_payload(max_tokens=200), ScriptedSend(LENGTH, OK),
+                       LadderSettings(length_recovery=True, answer_reserve=256))
     assert [s["rung"] for s in tight.skipped] == ["thinking_budget"]
 
 
@@ -649,7 +657,7 @@ def test_no_rung_starts_that_cannot_finish_before_the_caller_deadline():
     send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)  # every call takes 100 s
     # The caller gives up 150 s after the request: the original took 100 s, 50 s are left,
     # so one rung may start (min_attempt_s=60 would forbid it).
-    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 150, min_attempt_s=60)
+    result = run_ladder(tool_payload(), send, LadderSettings(clock=clock, min_attempt_s=60), deadline=clock.now + 150)
     assert result.outcome == "deadline" and send.calls == 1 and result.recovered_at is None
     assert result.to_log()["outcome"] == "deadline"
 
@@ -657,12 +665,12 @@ def test_no_rung_starts_that_cannot_finish_before_the_caller_deadline():
 def test_time_left_is_the_relative_form_of_the_deadline():
     clock = FakeClock()
     send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
-    result = run_ladder(tool_payload(), send, clock=clock, time_left_s=150, min_attempt_s=60)
+    result = run_ladder(tool_payload(), send, LadderSettings(clock=clock, min_attempt_s=60), time_left_s=150)
     assert result.outcome == "deadline" and send.calls == 1
     # Enough time left: the ladder runs and recovers.
     clock2 = FakeClock()
     send2 = ScriptedSend(NAKED_500, OK, clock=clock2, cost=10.0)
-    ok = run_ladder(tool_payload(), send2, clock=clock2, time_left_s=300)
+    ok = run_ladder(tool_payload(), send2, LadderSettings(clock=clock2), time_left_s=300)
     assert ok.recovered_at == "tool_choice_none"
 
 
@@ -670,7 +678,7 @@ def test_an_answer_after_the_deadline_is_not_a_recovery_in_the_sync_runner():
     clock = FakeClock()
     send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
     # 50 s left after the original: the rung starts (min 1 s) but its answer lands at 200 s.
-    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 150)
+    result = run_ladder(tool_payload(), send, LadderSettings(clock=clock), deadline=clock.now + 150)
     assert send.calls == 2 and result.outcome == "deadline" and result.recovered_at is None
     assert result.attempts[-1].incident_class == "ok"  # the answer itself was fine
     assert result.status == 500  # the client is passed the original answer
@@ -688,8 +696,8 @@ def test_the_async_runner_cuts_a_rung_off_at_the_deadline():
             return OK
 
         loop = asyncio.get_running_loop()
-        return await arun_ladder(tool_payload(), send, clock=loop.time, deadline=loop.time() + 1.3,
-                                 min_attempt_s=0.1), calls
+        return await arun_ladder(tool_payload(), send,
+                                 LadderSettings(clock=loop.time, min_attempt_s=0.1), deadline=loop.time() + 1.3), calls
 
     result, calls = asyncio.run(main())
     assert len(calls) == 2 and result.outcome == "deadline"
@@ -706,17 +714,19 @@ def test_the_async_runner_cuts_a_rung_off_at_the_deadline():
 def test_budgets_and_bounds_are_validated(kwargs):
     send = ScriptedSend(OK)
     with pytest.raises(ValueError):
-        run_ladder(tool_payload(), send, **kwargs)
+        ladder(run_ladder, tool_payload(), send, **kwargs)
     assert send.calls == 0
     # No bound at all is said with math.inf, not NaN.
-    assert run_ladder(tool_payload(), ScriptedSend(NAKED_500, OK), time_budget_s=float("inf")).recovered_at
+    assert run_ladder(tool_payload(), ScriptedSend(NAKED_500, OK),
+                      LadderSettings(time_budget_s=float("inf"))).recovered_at
 
 
 def test_the_deadline_stops_a_rung_even_when_the_budget_is_tighter():
     clock = FakeClock()
     send = ScriptedSend(NAKED_500, OK, clock=clock, cost=100.0)
     # After the original: 0.5 s to the deadline (< min_attempt_s), 0.2 s of budget left.
-    result = run_ladder(tool_payload(), send, clock=clock, deadline=clock.now + 100.5, time_budget_s=0.2)
+    result = run_ladder(tool_payload(), send,
+                        LadderSettings(clock=clock, time_budget_s=0.2), deadline=clock.now + 100.5)
     assert result.outcome == "deadline" and send.calls == 1
 
 
@@ -752,10 +762,10 @@ def test_repair_follows_the_model_gate_and_can_be_turned_off():
     qwen = {"model": "qwen3", "messages": [{"role": "user", "content": "q"}]}
     assert run_ladder(qwen, ScriptedSend(LEAKED)).body is LEAKED[2]  # not armed: exactly what send returned
     glm = {"model": "glm-5", "messages": [{"role": "user", "content": "q"}]}
-    off = run_ladder(glm, ScriptedSend(LEAKED), repair_reasoning=False)
+    off = run_ladder(glm, ScriptedSend(LEAKED), LadderSettings(repair_reasoning=False))
     assert off.body is LEAKED[2] and off.reasoning_repaired is False
     with pytest.raises(ValueError, match="repair_reasoning"):
-        run_ladder(glm, ScriptedSend(OK), repair_reasoning=1)
+        run_ladder(glm, ScriptedSend(OK), LadderSettings(repair_reasoning=1))
 
 
 def test_a_recovered_rung_that_leaks_is_repaired_too():
@@ -788,8 +798,8 @@ def test_a_budget_refused_for_lack_of_a_parser_is_a_refused_rung_with_vllms_reas
 def test_thinking_off_rung_on_glm_5_3_sends_no_false_key(templates, model):
     payload = tool_payload(model=model, max_tokens=1024, chat_template_kwargs={"enable_thinking": True})
     send = ScriptedSend(LENGTH, LENGTH, OK)
-    result = run_ladder(payload, send, length_recovery=True, templates=templates)
+    result = run_ladder(payload, send, LadderSettings(length_recovery=True, templates=templates))
     assert result.recovered_at == "disable_thinking"
     assert send.payloads[2]["chat_template_kwargs"] == {"enable_thinking": True, "reasoning_effort": "low"}
     with pytest.raises(ValueError):
-        run_ladder(payload, ScriptedSend(OK), templates={"glm-5": "not a glm"})
+        run_ladder(payload, ScriptedSend(OK), LadderSettings(templates={'glm-5': 'not a glm'}))

@@ -10,8 +10,6 @@ for byte. Spark reads the same lake in tests/unit/questions/.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -22,8 +20,11 @@ from analyzer.outputs.lake import NOT_EXPORTED, export_lake
 from analyzer.store.asking import execute
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
+from analyzer.store import migrations
 from analyzer.store.lake import MANIFEST, open_lake, read_manifest
 from tests.support.repo import REPO
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 SAMPLE = REPO / "sample_logs"
 QUERIES = load_queries()
@@ -32,9 +33,9 @@ RELATIONS = sorted(n for n, q in QUERIES.items() if q.kind in ("view", "table"))
 BOUND = {"since": "2026-11-17", "until": "2026-11-19T12:00:00Z", "model": "glm%"}
 
 
-def analyze(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +157,7 @@ def test_a_folder_that_is_not_a_lake_is_refused_and_kept(week, tmp_path):
     assert p.returncode == 2 and "--lake" in p.stderr and "not a lake" in p.stderr
     assert (other / "notes.txt").read_text() == "keep me"
     p = analyze("export", "--db", str(week))
-    assert p.returncode == 2 and "--parquet DIR" in p.stderr and "--lake DIR" in p.stderr
+    assert p.returncode == 2 and "Missing option '--lake'" in p.stderr
 
 
 def test_reading_no_lake_or_a_newer_one_is_a_clear_error(lake, tmp_path):
@@ -272,27 +273,28 @@ def test_a_lake_path_read_as_a_pattern_is_refused_not_misread(week, lake, tmp_pa
     assert not (tmp_path / "new[1]").exists()
 
 
-def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path):
+def test_a_database_of_an_older_schema_is_upgraded_before_export(week, tmp_path, monkeypatch):
+    """Export reads the database read-only: one made before this analyzer's last migration is refused,
+    saying to open it once with a command that writes (which migrates it); then it exports."""
     import shutil
 
     old = tmp_path / "old.duckdb"
     shutil.copy(week, old)
-    con = duckdb.connect(str(old))
-    newest = con.execute("SELECT max(name) FROM _migrations").fetchall()[0][0]
-    assert newest == "011_forget_pending"  # 010 and 011 undone below as if the database were made before them
-    con.execute("DELETE FROM _migrations WHERE name IN ('010_glm_shapes', '011_forget_pending')")
-    con.execute("DROP TABLE forget_pending")
-    for column in ("content_leak", "reasoning_blank", "reasoning_repaired"):
-        con.execute(f"ALTER TABLE records DROP COLUMN {column}")
-    con.execute("ALTER TABLE pod_windows DROP COLUMN inferred")
-    con.execute("ALTER TABLE replay_attempts DROP COLUMN refused_reason")
-    for column in ("has_reasoning_text", "reasoning_leaked", "reasoning_at_cap"):
-        con.execute(f"ALTER TABLE feature_labels DROP COLUMN {column}")
-    con.close()
-    p = analyze("export", "--lake", str(tmp_path / "lake"), "--db", str(old))
-    assert p.returncode == 2 and "analyze --db" in p.stderr and not (tmp_path / "lake").exists(), p.stderr
-    # what the message says to do, then the export it refused: a lake this analyzer reads
-    assert analyze("--db", str(old), "--json").returncode == 0
-    p = analyze("export", "--lake", str(tmp_path / "lake"), "--db", str(old))
-    assert p.returncode == 0, p.stderr
+    # a migration after the database was made (one that changes no relation a lake holds)
+    monkeypatch.setattr(migrations, "MIGRATIONS", [
+        *migrations.MIGRATIONS, ("901_runs_index", lambda con: con.execute("CREATE INDEX runs_at ON runs (started_at)"))])
+    con = connect(old, read_only=True)
+    try:
+        with pytest.raises(AnalyzerError, match="run `analyze --db DB` once to upgrade it"):
+            export_lake(con, tmp_path / "lake")
+    finally:
+        con.close()
+    assert not (tmp_path / "lake").exists()
+    connect(old).close()  # what the message says to do: a connection that writes migrates it
+    con = connect(old, read_only=True)
+    try:
+        export_lake(con, tmp_path / "lake")
+    finally:
+        con.close()
+    assert read_manifest(tmp_path / "lake")["schema"] == "901_runs_index"
     open_lake(tmp_path / "lake").close()

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from analyzer.store.db import connect
-from analyzer.cli.terminal import print_summary
+from analyzer.cli.terminal.summary import print_summary
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
-from analyzer.classification.turns import is_current, rebuild_session_tables, refresh_turns
+from analyzer.classification.turns import SESSION_TABLES, is_current, refresh_turns
+from analyzer.store.catalog import load_queries
+from tests.support.cli import analyze
 
 N = 1_000_000
 
@@ -90,7 +90,8 @@ def big_db(tmp_path_factory) -> Path:
     try:
         refresh_turns(con)  # classify the empty database: its signature is now current
         con.execute(_GENERATE, {"n": N})
-        rebuild_session_tables(con)  # `sessions` and `ladder_baseline` from the generated turns
+        for name in SESSION_TABLES:  # `sessions` and `ladder_baseline` from the generated turns
+            con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {load_queries()[name].sql}')
         assert is_current(con)  # nothing will rebuild `turns` from the (empty) records
         assert con.execute("SELECT count(*) FROM turns").fetchall()[0][0] == N
     finally:
@@ -147,8 +148,7 @@ def test_the_summary_of_a_million_turns(big_db):
 
 def test_the_report_of_a_million_turns(big_db, tmp_path):
     out = tmp_path / "million.html"
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "report", "--db", str(big_db), "-o", str(out),
-                        "--plotly-cdn"], capture_output=True, text=True)
+    p = analyze("report", "--db", big_db, "-o", out, "--plotly-cdn")
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == str(out)
     page = out.read_text(encoding="utf-8")
@@ -157,8 +157,7 @@ def test_the_report_of_a_million_turns(big_db, tmp_path):
 
 
 def test_the_questions_on_a_million_turns(big_db):
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "sql", "class_rates", "--db", str(big_db),
-                        "--format", "json"], capture_output=True, text=True)
+    p = analyze("sql", "class_rates", "--db", big_db, "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = {r["incident_class"]: r for r in json.loads(p.stdout)}
     assert rows["ok"]["model_turns"] == N and rows["ok"]["turns"] == OK

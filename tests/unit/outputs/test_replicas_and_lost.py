@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,9 +19,11 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
-from analyzer.outputs.report import make_report
+from analyzer.api import report as make_report
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 POD_A = "llm-proxy-7d4b9c6f-abcde"
 POD_B = "llm-proxy-7d4b9c6f-fghij"
@@ -83,8 +83,9 @@ def build_logs(root: Path) -> Path:
     return logs
 
 
-def cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True, **kw)
+def cli(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,8 @@ def test_the_json_summary_says_what_was_skipped_lost_flagged_and_per_replica(wee
     assert {k["kind"]: (k["events"], k["lost"]) for k in lost["by_kind"]} == {
         "buffer-dropped": (2, 42), "logging-imbalance": (1, 12), "log-response-failed": (1, 1), "flush-failed": (1, 0)}
     assert lost["total"] == 55 and lost["untimed_events"] == 1 and lost["untimed_counted"] is True
-    assert "no time" in lost["note"] and "counted" in lost["note"]
+    assert "carry no time (kubectl logs read without --timestamps)" in lost["note"]
+    assert "a summary of everything counts them" in lost["note"]
     slow = doc["slow_completions"]
     assert (slow["warnings"], slow["turns_flagged"]) == (1, 1)
     assert slow["by_model"] == [{"model": "glm-5", "warnings": 1, "turns_flagged": 1, "failed_flagged": 0,
@@ -126,7 +128,7 @@ def test_a_bounded_period_counts_only_the_lines_it_can_place(week):
     lost = json.loads(p.stdout)["lost_records"]
     # the drop of 5 the day before and the untimed log_response line are out
     assert lost["total"] == 37 + 12 and lost["untimed_counted"] is False
-    assert "not counted in a bounded period" in lost["note"]
+    assert "this bounded period cannot place them, so they are not counted" in lost["note"]
     doc = json.loads(cli(str(logs), "--db", str(db), "--json", "--since", "2026-11-16T14:06").stdout)
     assert doc["slow_completions"]["warnings"] == 0  # the warning came at 14:05:06
     assert {r["proxy_pod"]: r["turns"] for r in doc["replicas"]} == {POD_A: 2, POD_B: 2, POD_C: 2}
@@ -208,7 +210,7 @@ def test_the_report_section_renders_the_same_numbers(week, tmp_path):
     lost = {r[0]: (r[2], r[3]) for r in t.tables["replicas-lost"][1:]}
     assert lost == {"buffer-dropped": ("1", "37"), "logging-imbalance": ("1", "12"), "flush-failed": ("1", "0")}
     caption = " ".join(t.captions["replicas-lost"].split())
-    assert "49 in this period" in caption and "1 such line(s) carry no time" in caption
+    assert "49 in this period" in caption and "1 more such line(s) carry no time" in caption
     assert t.tables["replicas-slow"][1:] == [["glm-5", "1", "1", "0", "312,000"]]
 
 

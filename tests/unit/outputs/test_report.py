@@ -41,14 +41,15 @@ from pydantic import BaseModel
 
 from analyzer.store.db import connect
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.ingestion.metric_store import insert_samples
 from analyzer.online import log_fields, run_ladder
 from analyzer.jobs.main_job import ingest_only
-from analyzer.outputs.report import build, make_report
+from analyzer.api import report as make_report
+from analyzer.outputs.report import build
 from analyzer.outputs.report import context as ctx_module
 from analyzer.outputs.report.build import build_context, resolve_period
-from analyzer.core.scrub import REDACTED, redact, redact_json
+from analyzer.core.scrub import REDACTED, scrub, scrub_json
 from analyzer.outputs.report.html import render_html, template_environment
+from tests.support.metric_rows import insert_samples
 from tests.support.records import (
     DONE_ANSWER,
     NAKED_500,
@@ -61,6 +62,7 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
+from tests.support.cli import analyze
 
 SAMPLE_LOGS = REPO / "sample_logs"
 WEEK = "2026-W47"
@@ -187,7 +189,7 @@ def add_fixture_metrics(con) -> None:
             value += 3000.0
         rows.append(("vllm:generation_tokens_total", "glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
                      start + timedelta(minutes=m), value, "fixture"))
-    insert_samples(con, rows)  # metric_samples is a view over series and points (migration 006)
+    insert_samples(con, rows)  # metric_samples is a view over series and points
     con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'fixture')",
                 [_naive(day(4, 8)), _naive(day(4, 8, 30))])
 
@@ -443,7 +445,24 @@ def test_methods(context):
     assert (m.metric_samples, m.pod_windows, m.metrics_note) == (241, 1, None)
     assert m.generated_at == GENERATED_AT
     assert set(m.versions) == {"analyzer", "duckdb", "plotly", "plotly.js", "jinja2", "pydantic", "python"}
-    assert m.migrations[:2] == ["001_initial", "002_replay_attempts"]
+    assert m.migrations[0] == "000_baseline"  # then the migrations after the release, in order
+
+
+def test_methods_show_input_paths_as_given_relative_under_the_working_folder(fixture_db, monkeypatch):
+    """A report is shared: an input given relative to where analyze ran is shown relative,
+    never as this machine's absolute path; run from elsewhere, the stored path is shown."""
+    logs_dir = fixture_db.parent  # the fixture ingested <tmp>/logs/week.jsonl
+    for cwd, expected in ((logs_dir, "logs/week.jsonl"), (logs_dir / "logs", "week.jsonl"),
+                          (logs_dir.parent, str(logs_dir / "logs" / "week.jsonl")[len(str(logs_dir.parent)) + 1:]),
+                          (logs_dir / "logs" / "elsewhere", str(logs_dir / "logs" / "week.jsonl"))):
+        cwd.mkdir(exist_ok=True)
+        monkeypatch.chdir(cwd)
+        con = connect(fixture_db)
+        try:
+            m = build_context(con, resolve_period(con, week=WEEK), generated_at=GENERATED_AT).methods
+        finally:
+            con.close()
+        assert m.input_examples == [expected] and m.quarantine_samples[0].path == expected, cwd
 
 
 def test_without_metrics_the_report_says_so(tmp_path):
@@ -504,12 +523,8 @@ def test_make_report_ingests_files_and_names_the_output(tmp_path, monkeypatch):
 
 def test_the_report_command(tmp_path):
     """`analyze report FILES...` as a user runs it: a real process; stdout is the path and nothing else."""
-    import subprocess
-    import sys
-
     logs = write_jsonl(tmp_path / "logs" / "week.jsonl", fixture_records())
-    run = lambda *a: subprocess.run([sys.executable, "-m", "analyzer.cli.app", "report", *a],  # noqa: E731
-                                    capture_output=True, text=True, cwd=tmp_path)
+    run = lambda *a: analyze("report", *a, cwd=tmp_path)  # noqa: E731
     p = run(str(logs), "--db", "a.duckdb", "--week", "2026-W47", "-o", "out/r.html", "--plotly-cdn")
     assert p.returncode == 0, p.stderr
     assert p.stdout == "out/r.html\n" and (tmp_path / "out" / "r.html").stat().st_size < 500_000
@@ -597,13 +612,13 @@ def test_the_page_is_self_contained(page, tmp_path, fixture_db):
     ("postgres://bob:pw123@db:5432/x", "postgres://bob:[REDACTED]@db:5432/x"),
     ("thinking_token_budget: 512, max_tokens=200, author: Jane", "thinking_token_budget: 512, max_tokens=200, author: Jane"),
 ])
-def test_redact(text, expected):
-    assert redact(text) == expected
+def test_scrub(text, expected):
+    assert scrub(text) == expected
 
 
-def test_redact_json_parses_tool_arguments():
+def test_scrub_json_parses_tool_arguments():
     call = {"name": "query", "arguments": '{"sql": "SELECT 1", "s3_key": "AK", "nested": {"password": "p"}}'}
-    assert redact_json(call) == {"name": "query", "arguments":
+    assert scrub_json(call) == {"name": "query", "arguments":
                                  '{"sql": "SELECT 1", "s3_key": "[REDACTED]", "nested": {"password": "[REDACTED]"}}'}
 
 
@@ -763,13 +778,9 @@ def test_sample_week_renders_in_well_under_ten_seconds_worth_of_work(sample_cont
     ("password: hunter2 is wrong", "hunter2"),
 ])
 def test_redaction_of_other_auth_schemes_and_cut_off_values(text, secret):
-    from analyzer.core.scrub import redact
-
-    assert secret not in redact(text)
+    assert secret not in scrub(text)
 
 
 def test_redaction_leaves_prose_alone():
-    from analyzer.core.scrub import redact
-
     text = "The token budget is a basic setting; max_tokens: 1024"
-    assert redact(text) == text
+    assert scrub(text) == text

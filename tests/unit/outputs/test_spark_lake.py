@@ -15,7 +15,7 @@ import os
 import pytest
 
 from analyzer.core.errors import AnalyzerError
-from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job, check_options
+from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
 from tests.support.repo import REPO
 
 S3 = str(REPO / "sample_logs" / "s3")
@@ -42,20 +42,28 @@ def test_the_days_a_run_does_not_write_keep_their_files(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
-def test_a_build_refuses_what_it_cannot_do_before_spark_starts(tmp_path):
+def test_the_options_are_checked_when_made(tmp_path):
+    cases = {
+        "engine 'duckdb'": dict(logs=(S3,), lake=str(tmp_path / "l"), engine="duckdb"),
+        "same path": dict(logs=(S3,), lake="s3a://bucket/lake"),
+        "read as a pattern": dict(logs=(S3,), lake=str(tmp_path / "lake*")),
+        "expected KEY=VALUE": dict(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.x",)),
+        "give the log files": dict(logs=(), lake=str(tmp_path / "l")),
+    }
+    for words, kwargs in cases.items():
+        with pytest.raises(AnalyzerError, match=words):
+            LakeBuildOptions(**kwargs)
+    opts = LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.executor.memory=2g", "a.b= c=d"))
+    assert opts.spark_conf() == {"spark.executor.memory": "2g", "a.b": " c=d"}
+
+
+def test_a_build_refuses_what_is_not_there_before_spark_starts(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     cases = {
-        "engine 'duckdb'": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), engine="duckdb"),
         "not empty and not a lake": LakeBuildOptions(logs=(S3,), lake=str(tmp_path)),
-        "same path": LakeBuildOptions(logs=(S3,), lake="s3a://bucket/lake"),
-        "read as a pattern": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "lake*")),
-        "expected KEY=VALUE": LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.x",)),
         "no such file": LakeBuildOptions(logs=(str(tmp_path / "none"),), lake=str(tmp_path / "l")),
-        "give the log files": LakeBuildOptions(logs=(), lake=str(tmp_path / "l")),
     }
     for words, opts in cases.items():
         with pytest.raises(AnalyzerError, match=words):
-            check_options(opts)
-        with pytest.raises(AnalyzerError, match=words):
-            build_lake_job(opts)  # the same refusal, before a session starts
+            build_lake_job(opts)  # refused before a session starts
     assert not (tmp_path / "l").exists()

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,9 @@ from analyzer.questions.spark.lake import lake_relations
 from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
 from analyzer.store.db import connect
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 SECRET = "not-for-questions-7f3a"
 
@@ -61,9 +62,9 @@ def week(tmp_path_factory) -> tuple[Path, Path, Path]:
     return db, tmp / "lake", secret
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          timeout=300)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 def _sql(template: str, week) -> str:
@@ -216,6 +217,7 @@ def _needs_spark() -> None:
             pytest.skip("Spark needs a Java runtime")
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("template,names", ESCAPES)
 def test_every_escape_is_refused_on_spark(week, template, names):
     _db, lake, _ = week
@@ -227,7 +229,7 @@ def test_spark_refuses_what_duckdb_refuses_before_starting(week, monkeypatch):
     import io
 
     import analyzer.questions.spark as spark_module
-    from analyzer.cli.sql import run_sql
+    from analyzer.jobs.sql import run_sql
 
     def no_jvm(*args, **kwargs):
         raise AssertionError("a Spark session was started for a refused question")
@@ -241,6 +243,7 @@ def test_spark_refuses_what_duckdb_refuses_before_starting(week, monkeypatch):
         run_sql(f"COPY (SELECT 1) TO '{secret}'", engine="spark", lake=lake, out=io.StringIO(), err=io.StringIO())
 
 
+@pytest.mark.spark
 def test_spark_session_is_locked_down_behind_the_guard(week):
     """Belt and braces: the session `analyze sql --engine spark` runs in cannot read files or reflect."""
     _needs_spark()

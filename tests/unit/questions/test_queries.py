@@ -1,34 +1,20 @@
 """Every file of queries/ runs: on a fresh database, on a small populated one, on the sample week.
 
-The populated database (``build_week_db``) is shared with the other tests of the
-SQL layer (sql CLI, export, notebook, Spark): three days, two models, three client
-versions, and at least one turn of each class the questions single out.
+The populated database is tests/support/week.py's, shared with the other tests of
+the SQL layer.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
-from analyzer.online import log_fields, run_ladder
 from analyzer.store.catalog import load_queries
 from analyzer.store.asking import execute
 from analyzer.classification.turns import refresh_turns
-from tests.support.records import (
-    NAKED_500,
-    NAKED_500_HEADERS,
-    TOOL_CALL,
-    TOOL_RESULT,
-    at,
-    request,
-    response_error,
-    response_ok,
-    write_jsonl,
-)
+from tests.support.week import V13, V14, build_week_db
 from tests.support.repo import REPO
 
 ROOT = REPO
@@ -36,102 +22,6 @@ SAMPLE = ROOT / "sample_logs"
 QUERIES = load_queries()
 QUESTIONS = sorted(n for n, q in QUERIES.items() if q.kind == "question")
 RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
-DAY = 24 * 60  # minutes
-
-# ---------------------------------------------------------------------------
-# The small populated week (shared with the other SQL-layer tests)
-
-V13, V14 = "geo-agent/v3.13.1", "geo-agent/v3.14.0"
-TOOLS_PAYLOAD = {
-    "model": "glm-5", "max_tokens": 2048, "tools": [{"type": "function", "function": {"name": "query"}}],
-    "messages": [{"role": "user", "content": "q"},
-                 {"role": "assistant", "content": None,
-                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": "c1", "content": "rows"}],
-}
-
-
-def _answer(content="", finish="stop", tokens=12):
-    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-                       "usage": {"prompt_tokens": 900, "completion_tokens": tokens}}).encode()
-
-
-def _turn(rid, minute, session, *, model="glm-5", client=V13, req=None, resp=None, **kw):
-    """A request and its response (``resp`` is response_ok/response_error, or None: unanswered)."""
-    common = {"session": session, "model": model, "client": client}
-    recs = [request(rid, at(minute), **common, **(req or {}))]
-    if resp is not None:
-        recs.append(resp(rid, at(minute + 0.05), **common, **kw))
-    return recs
-
-
-def _ladder_extra(recover: bool):
-    """log_fields of a real analyzer.online ladder run: recovered at drop_tools, or exhausted."""
-    def send(payload):
-        if "tools" in payload or not recover:
-            return 500, {"content-length": "0"}, b""
-        return 200, {}, _answer("Final answer.")
-    result = run_ladder(TOOLS_PAYLOAD, send)
-    return log_fields(TOOLS_PAYLOAD, result.status, result.body, result)
-
-
-def week_records() -> list[dict]:
-    """Proxy records of a small three-day week (2026-11-16 .. 18)."""
-    length_fields = log_fields({**TOOLS_PAYLOAD, "max_tokens": 4096}, 200, _answer("", "length", 4096))
-    r: list[dict] = []
-    # Day 1: a tool session that fails once and recovers by the client's retry,
-    # one that dies on a naked 500, a healthy qwen3 session, and a session that
-    # ends on reasoning eating the whole budget (new-format record).
-    r += _turn("a0000001", 0, "s-a", resp=response_ok, tool_calls=TOOL_CALL)
-    r += _turn("a0000002", 1, "s-a", req={"tool_results": TOOL_RESULT}, resp=response_error, error=NAKED_500,
-               headers=NAKED_500_HEADERS)
-    r += _turn("a0000003", 1.2, "s-a", req={"tool_results": TOOL_RESULT}, resp=response_ok, content="Here.")
-    r += _turn("b0000001", 5, "s-b", resp=response_ok, tool_calls=TOOL_CALL)
-    r += _turn("b0000002", 6, "s-b", req={"tool_results": TOOL_RESULT}, resp=response_error, error=NAKED_500,
-               headers=NAKED_500_HEADERS)
-    r += _turn("c0000001", 10, "s-c", model="qwen3", client=V14, resp=response_ok, content="Hi.")
-    r += _turn("c0000002", 11, "s-c", model="qwen3", client=V14, resp=response_ok, content="Sure.")
-    r += _turn("d0000001", 20, "s-d", req={"enable_thinking": True}, resp=response_ok, reasoning="Let me think " * 50,
-               completion_tokens=4096, extra=length_fields)
-    # Day 2: a ladder that recovered, a ladder that did not, a timeout inside a
-    # wedged window (inserted below), an unanswered request without a client.
-    r += _turn("e0000001", DAY, "s-e", client=V14, req={"tool_results": TOOL_RESULT}, resp=response_ok,
-               content="Final answer.", extra=_ladder_extra(True))
-    r += _turn("e0000002", DAY + 2, "s-e", client=V14, req={"tool_results": TOOL_RESULT}, resp=response_error,
-               error=NAKED_500, extra=_ladder_extra(False))
-    r += _turn("f0000001", DAY + 30, "s-f", resp=response_error, error="Request timed out after 1200000ms",
-               latency_ms=1_200_000)
-    r += _turn("g0000001", DAY + 40, "s-g", model="qwen3", client=None, resp=None)
-    # Day 3: a 429, a legacy empty 200 with tool history, a legacy length turn
-    # (tokens at the round cap with a reasoning trace at the log's cap), healthy turns.
-    r += _turn("h0000001", 2 * DAY, "s-h", model="qwen3", client=V14, resp=response_error,
-               error='Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}')
-    r += _turn("h0000002", 2 * DAY + 1, "s-h", model="qwen3", client=V14, resp=response_ok, content="Done.")
-    r += _turn("i0000001", 2 * DAY + 5, "s-i", req={"tool_results": TOOL_RESULT}, resp=response_ok,
-               completion_tokens=1)
-    r += _turn("j0000001", 2 * DAY + 9, "s-j", req={"enable_thinking": True}, resp=response_ok,
-               reasoning="Hmm " * 1000, completion_tokens=2048)  # a trace at the proxy's 4,000-character cap
-    r += _turn("k0000001", 2 * DAY + 12, "s-k", client=V14, resp=response_ok, content="All good.")
-    return r
-
-
-WEDGED_WINDOW = (at(DAY + 25), at(DAY + 35))
-
-
-def build_week_db(path: Path) -> Path:
-    """Ingest ``week_records()`` into a database at ``path``, add a wedged window, classify."""
-    logs = write_jsonl(path.parent / f"{path.stem}-logs" / "2026-11-16" / "14-00-00-proxy-1-0a1b2c3d.jsonl",
-                       week_records())
-    con = connect(path)
-    try:
-        ingest(con, [str(logs)])
-        con.execute("INSERT INTO pod_windows (pod, model_name, kind, start_ts, end_ts, detail) VALUES ('glm-5-0', 'glm-5', 'wedged', ?, ?, 'flat counter, 3 running')",
-                    list(WEDGED_WINDOW))
-        refresh_turns(con)
-    finally:
-        con.close()
-    return path
-
 
 # ---------------------------------------------------------------------------
 # Fixtures
@@ -195,9 +85,17 @@ def test_runs_on_a_fresh_database(fresh, name):
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_runs_on_the_populated_week(week, name):
-    _run(week, name)
-    if QUERIES[name].kind == "question":
-        _run(week, name, since="2026-11-17", until="2026-11-18T00:00:00Z", model="glm%")
+    everything = _run(week, name)
+    if QUERIES[name].kind != "question":
+        return
+    narrowed = _run(week, name, since="2026-11-17", until="2026-11-18T00:00:00Z", model="glm%")
+    # The filters hold: no qwen3 (the week's other model) and no day outside the range.
+    cells = [v for row in narrowed for v in row.values()]
+    assert "qwen3" not in cells
+    assert not any(str(v).startswith(("2026-11-16", "2026-11-18")) for v in cells
+                   if isinstance(v, str) or hasattr(v, "isoformat")), narrowed
+    if not everything:
+        assert not narrowed  # a filter never adds rows a question did not have
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
@@ -206,6 +104,24 @@ def test_runs_on_the_sample_week(sample_week, name):
     if name in ("classes_by_day", "failures_by_day", "failures_by_client", "class_rates", "error_texts",
                 "latency_by_class", "dead_sessions", "turns", "sessions"):
         assert rows, f"{name} found nothing in the sample week"
+
+
+def test_the_sizing_questions_with_no_parameter_answer_the_summarys_figures(sample_week):
+    """`analyze sql ladder_before_after` (and the other questions behind the sizing), asked
+    with no parameter, is the summary's sizing: the same GLM scope, the same figures."""
+    from analyzer.outputs.summary import build_summary
+
+    sizing = build_summary(sample_week, with_oncall=False, refresh=False)["sizing"]
+    rows = _run(sample_week, "ladder_before_after")
+    ba = sizing["before_after"]
+    assert ba and rows, "the sample week has sessions of both eras"
+    assert rows[0]["tool_sessions_without"] == ba["tool_sessions_without"]
+    assert rows[0]["tool_sessions_with"] == ba["tool_sessions_with"]
+    assert [(r["lost_class"], r["lost_without"], r["lost_with"]) for r in rows] == \
+        [(c["lost_class"], c["lost_without"], c["lost_with"]) for c in ba["classes"]]
+    # every model in scope (`-p model=%`) is a different, larger answer: the default is GLM
+    everyone = _run(sample_week, "ladder_before_after", model="%")
+    assert everyone[0]["tool_sessions_without"] > ba["tool_sessions_without"]
 
 
 # ---------------------------------------------------------------------------

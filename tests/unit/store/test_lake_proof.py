@@ -26,12 +26,14 @@ import pytest
 from analyzer.core.errors import ExitCode
 from analyzer.store.lake import MANIFEST, check_lake, open_lake
 from analyzer.store.lake_files import LakeError
-from tests.unit.questions.test_queries import build_week_db
+from tests.support.week import build_week_db
+from tests.support.cli import Ran
+from tests.support.cli import analyze as run_analyze
 
 
-def analyze(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli.app", *args], capture_output=True, text=True,
-                          timeout=300, **kw)
+def analyze(*args: str, **kw) -> Ran:
+    """The command, run in this process (tests/support/cli.py)."""
+    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -273,6 +275,7 @@ def _needs_spark() -> None:
             pytest.skip("Spark needs a Java runtime")
 
 
+@pytest.mark.spark
 def test_spark_checks_a_lake_at_a_url(lake):
     _needs_spark()
     from analyzer.questions.spark import local_session, register_lake

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,14 +21,15 @@ from tools.simulator.writers.parquet import PARQUET_COLUMNS
 from tests.support.repo import REPO
 
 SAMPLE = REPO / "sample_logs"
-# ../shared sits beside the checkout (developers and CI alike).
-EXAMPLES = REPO.parent / "shared" / "examples" / "real-proxy-records.jsonl"
+# Key orders of records the real proxy wrote, kept in the project's own fixtures.
+REAL_KEY_ORDERS = REPO / "tests" / "fixtures" / "real_proxy_key_orders.json"
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 CUT = re.compile(r"…\(\+(\d+) chars\)$")
 
-# Key order per record kind, as llm_proxy.py writes them (and as the real records in
-# the shared examples show). Optional keys are in brackets in the comments.
+# Key order per record kind, as llm_proxy.py writes them (and as the real proxy's
+# records show: tests/fixtures/real_proxy_key_orders.json). Optional keys are in
+# brackets in the comments.
 COMMON = ["timestamp", "type", "request_id", "session_id", "client", "provider", "model", "origin"]
 REQUEST_KEYS = COMMON + ["message_count", "tools_count", "enable_thinking", "user_question",
                          "user_message_this_turn", "tool_results_this_turn"]  # [messages]
@@ -196,17 +196,13 @@ def test_record_shapes_match_the_real_proxy(records):
     assert seen["ladder-day"] and seen["error"] and seen["success"] and seen["system_prompt"]
 
 
-@pytest.mark.skipif(not EXAMPLES.exists() and not os.environ.get("CI"), reason="../shared/examples not beside the checkout")
-def test_key_orders_equal_the_shared_examples():
-    for line in EXAMPLES.read_text().splitlines():
-        rec = json.loads(line)
-        keys = list(rec)
-        if rec["type"] == "request":
-            assert keys == REQUEST_KEYS
-        elif "error" in rec:
-            assert keys in (ERROR_KEYS, ERROR_KEYS + ["upstream_headers"])
-        else:
-            assert keys[:len(SUCCESS_KEYS)] == SUCCESS_KEYS
+def test_key_orders_equal_the_real_proxys():
+    orders = json.loads(REAL_KEY_ORDERS.read_text(encoding="utf-8"))["orders"]
+    assert orders["request"] == [REQUEST_KEYS]
+    assert sorted(orders["error"]) == sorted([ERROR_KEYS, ERROR_KEYS + ["upstream_headers"]])
+    for keys in orders["success"]:
+        assert keys[:len(SUCCESS_KEYS)] == SUCCESS_KEYS
+        assert set(keys[len(SUCCESS_KEYS):]) <= set(SUCCESS_OPTIONAL)
 
 
 def test_turn_semantics(records, truth):

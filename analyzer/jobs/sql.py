@@ -1,4 +1,4 @@
-"""``analyze sql``: run SQL text or a ``queries/`` file on the database, print the result.
+"""``analyze sql``: run SQL text or a ``queries/`` file on the database (or a lake), write the rows.
 
 The database is opened read-only unless ``--write`` is given (see
 :mod:`analyzer.questions.sqlrun` for what the read-only default allows); a lake is
@@ -10,20 +10,17 @@ CSV or JSON; the row count and errors go to stderr.
 from __future__ import annotations
 
 import os
-import re
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Mapping
 
 import duckdb
 
-from analyzer.cli.options import naming
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.guard import check_question
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
-from analyzer.store.asking import QueryParamError, SqlError, bind_params, execute, resolve, sql_failure
+from analyzer.store.asking import SqlError, bind_params, execute, resolve, sql_failure
 from analyzer.store.db import connect, connect_writer
 from analyzer.store.lake import check_lake, check_lake_path, open_lake
 
@@ -35,7 +32,7 @@ def run_sql(
     query: str | None,
     *,
     db: str | Path | None = None,
-    params: Mapping[str, Any] | Sequence[str] | None = None,
+    params: Mapping[str, Any] | None = None,
     fmt: str = "table",
     write: bool = False,
     list_only: bool = False,
@@ -49,7 +46,7 @@ def run_sql(
     Args:
         query: a queries/ name, a .sql path, or SQL text.
         db: the database file (default ``$ANALYZER_DB`` or ./analyzer.duckdb).
-        params: ``{"name": value}``, or ``["name=value", ...]`` as given to ``--param``.
+        params: ``{"name": value}`` for the query's ``$name`` parameters.
         fmt: ``table``, ``csv`` or ``json``.
         write: open the database read-write (default read-only).
         list_only: print the available queries instead of running one.
@@ -60,13 +57,6 @@ def run_sql(
         UnknownQueryError, QueryParamError, SqlError (exit 2);
         analyzer.core.errors.DatabaseError (exit 5).
     """
-    # The read-only refusals' remedy (``open the database read-write``), as this command says it.
-    with _param_flags(), naming(write="pass --write", lake="--lake"):
-        return _run_sql(query, db=db, params=params, fmt=fmt, write=write, list_only=list_only, engine=engine,
-                        lake=lake, out=out, err=err)
-
-
-def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     if list_only:
@@ -84,7 +74,7 @@ def _run_sql(query, *, db, params, fmt, write, list_only, engine, lake, out, err
     if lake is not None and engine == "duckdb" and "://" in str(lake):
         raise AnalyzerError(f"--lake {lake}: DuckDB reads a lake in a local folder; a lake at a URL is read "
                             "with --engine spark", ExitCode.USAGE)
-    given = parse_param_args(params) if isinstance(params, (list, tuple)) else dict(params or {})
+    given = dict(params or {})
     resolved = resolve(query)
     bind_params(resolved, given)  # fail on parameters before touching the database
     if not write:
@@ -174,31 +164,3 @@ def _reader_left(out: IO[str]) -> int:
     (Python's own flush at exit) go to /dev/null instead of raising again; returns 0."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0
-
-
-@contextmanager
-def _param_flags() -> Iterator[None]:
-    """A query's missing parameters, said as the ``--param`` options that give them."""
-    try:
-        yield
-    except QueryParamError as exc:
-        if exc.missing:
-            exc.args = (f"{exc}: pass {' '.join(f'--param {p}=VALUE' for p in exc.missing)}", *exc.args[1:])
-            exc.missing = ()
-        raise
-
-
-def parse_param_args(items: Iterable[str] | None) -> dict[str, str | None]:
-    """``["k=v", ...]`` from ``--param`` into a dict; an empty value is NULL.
-
-    Raises:
-        analyzer.store.asking.QueryParamError: an item without ``=`` or with an invalid name.
-    """
-    out: dict[str, str | None] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        key = key.strip().lstrip("$")
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-            raise QueryParamError(f"--param {item!r}: expected NAME=VALUE")
-        out[key] = value if value != "" else None
-    return out

@@ -27,6 +27,7 @@ set) a missing engine is a failure, not a skip.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -46,17 +47,20 @@ if not os.environ.get("CI"):
 
 from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
-from analyzer.online import log_fields, run_ladder  # noqa: E402
+from analyzer.online import LadderSettings, log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
-from analyzer.outputs.rows import json_value  # noqa: E402
-from analyzer.questions.spark import local_session, question_frame, register_lake  # noqa: E402
+from analyzer.outputs.rows import json_value, write_json  # noqa: E402
+from analyzer.questions.spark import local_session, question_frame, register_lake, to_spark_sql  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
 from analyzer.store.asking import execute  # noqa: E402
 from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
+from analyzer.store.lake import open_lake  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
-from tests.unit.questions.test_queries import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, _answer, _turn, week_records  # noqa: E402
+from tests.support.week import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, answer, turn, week_records  # noqa: E402
+
+pytestmark = pytest.mark.spark
 
 QUERIES = load_queries()
 RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
@@ -117,41 +121,41 @@ def _extra_records() -> list[dict]:
     """What the small week lacks, in the forms the proxy logs."""
     r: list[dict] = []
     # A logged class the rules disagree with (the proxy said empty-200-stop for a good answer).
-    disagree = log_fields(TOOLS_PAYLOAD, 200, _answer("Fine."))
+    disagree = log_fields(TOOLS_PAYLOAD, 200, answer("Fine."))
     disagree["incident_class"] = disagree["final_class"] = "empty-200-stop"
-    r += _turn("l0000001", 2 * DAY + 20, "s-l", resp=response_ok, content="Fine.", extra=disagree)
+    r += turn("l0000001", 2 * DAY + 20, "s-l", resp=response_ok, content="Fine.", extra=disagree)
     # A burst of 429s from one provider (rate_limit_bursts), two sessions.
     for i, minute in enumerate((2 * DAY + 30, 2 * DAY + 31.5, 2 * DAY + 33)):
-        r += _turn(f"m000000{i}", minute, f"s-m{i % 2}", resp=response_error,
+        r += turn(f"m000000{i}", minute, f"s-m{i % 2}", resp=response_error,
                    error='Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}')
     # Three failed calls of one provider and nothing else (provider_incidents), mixed-case crash texts.
     for i, text in enumerate(("vLLM ENGINECORE failed: Engine Loop Has Died at 0x7f3a2b",
                               "cuda Out Of Memory while allocating 2.50 GiB (request 9c1d2e3f-0a1b-4c5d-8e9f-001122334455)",
                               "Provider returned 503: upstream at 2026-11-18T09:10:11Z said NCCL Error 12")):
-        r += _turn(f"n000000{i}", 2 * DAY + 40 + i, f"s-n{i}", model="glm-4.6", client=None,
+        r += turn(f"n000000{i}", 2 * DAY + 40 + i, f"s-n{i}", model="glm-4.6", client=None,
                    req={"provider": "acme"}, resp=response_error, error=text, provider="acme")
     # Thinking turns that answered (thinking_points samples three of five).
     for i in range(5):
-        r += _turn(f"q000000{i}", 2 * DAY + 50 + i, "s-q", req={"enable_thinking": True}, resp=response_ok,
+        r += turn(f"q000000{i}", 2 * DAY + 50 + i, "s-q", req={"enable_thinking": True}, resp=response_ok,
                    content=f"Answer {i}.", reasoning="Let me see. " * (20 + 7 * i), completion_tokens=300 + 41 * i)
     # GLM as it fails today (reasoning_findings, thinking_budget_rung): an answer filed as
     # reasoning, a leak after thinking off, a leak the proxy repaired, budgets refused.
-    r += _turn("r0000001", 2 * DAY + 60, "s-r", req={"tool_results": [{"tool_call_id": "c1", "content": "rows"}]},
+    r += turn("r0000001", 2 * DAY + 60, "s-r", req={"tool_results": [{"tool_call_id": "c1", "content": "rows"}]},
                resp=response_ok, reasoning="Texas holds 61,883 acres.", completion_tokens=9)
-    r += _turn("r0000002", 2 * DAY + 61, "s-r2", req={"enable_thinking": False}, resp=response_ok,
+    r += turn("r0000002", 2 * DAY + 61, "s-r2", req={"enable_thinking": False}, resp=response_ok,
                content="Plan the query.</think>Done.")
     leaked = run_ladder({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
-                        lambda p: (200, {}, _answer("Simple.</think>4")))
-    r += _turn("r0000003", 2 * DAY + 62, "s-r3", resp=response_ok, content="4", reasoning="Simple.",
+                        lambda p: (200, {}, answer("Simple.</think>4")))
+    r += turn("r0000003", 2 * DAY + 62, "s-r3", resp=response_ok, content="4", reasoning="Simple.",
                extra=log_fields({"model": "glm-5", "messages": [{"role": "user", "content": "q"}]},
                                 leaked.status, leaked.body, leaked))
     payload = {**TOOLS_PAYLOAD, "max_tokens": 4096}
     refusal = json.dumps({"object": "error", "code": 400, "message": NO_PARSER}).encode()
-    budget = run_ladder(payload, _scripted([(200, {}, _answer("", "length", 4096)), (400, {}, refusal),
-                                            (200, {}, _answer("Fine."))]), length_recovery=True)
-    r += _turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
+    budget = run_ladder(payload, _scripted([(200, {}, answer("", "length", 4096)), (400, {}, refusal),
+                                            (200, {}, answer("Fine."))]), LadderSettings(length_recovery=True))
+    r += turn("r0000004", 2 * DAY + 63, "s-r4", resp=response_ok, content="Fine.",
                extra=log_fields(payload, budget.status, budget.body, budget))
-    r += _turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
+    r += turn("r0000005", 2 * DAY + 64, "s-r5", resp=response_error,
                error=f"Provider returned 400: {refusal.decode()}")
     return r
 
@@ -379,8 +383,16 @@ def gate(tmp_path_factory):
                 except Exception as exc:  # every question runs; the test of each says what failed
                     errors[(n, s)] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         spark_s = time.perf_counter() - started
+        df = spark.sql(to_spark_sql(NUMBERS_SQL))
+        numbers_on_spark = _json(df.columns, [tuple(r) for r in df.collect()])
     finally:
         spark.stop()
+    lake = open_lake(tmp / "lake")
+    try:
+        cur = execute(lake, NUMBERS_SQL, {})
+        numbers_on_duckdb = _json([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        lake.close()
     equal = sum(1 for k in duck if k in answers and _difference(duck[k], answers[k]) is None
                 or (k[0] in SAMPLES and k in answers and _sample_ok(duck, answers, k) is None))
     empty = sorted(k for k, (_, rows, _) in duck.items() if not rows)
@@ -393,7 +405,27 @@ def gate(tmp_path_factory):
         f"  empty on DuckDB: {', '.join(f'{n} ({s})' for n, s in empty) or 'none'}\n")
     (tmp / "spark-gate.txt").write_text(figures, encoding="utf-8")
     print("\n" + figures)
-    return duck, answers, errors
+    return duck, answers, errors, (numbers_on_duckdb, numbers_on_spark)
+
+
+#: Divisions by a number with a point, ceil and floor: Spark alone would give a DECIMAL and a BIGINT
+#: (`14` where DuckDB prints `14.0`); the translation makes each a DOUBLE, as on DuckDB.
+NUMBERS_SQL = ("SELECT count(*) / 60.0 AS per_minute, round(count(*) / 2.0, 1) AS halves, "
+               "ceil(count(*) / 4) AS quarters, floor(avg(latency_ms)) AS floor_ms, count(*) * 1.5 AS scaled "
+               "FROM turns")
+
+
+def _json(columns, rows) -> str:
+    """Rows as `analyze sql -f json` prints them."""
+    out = io.StringIO()
+    write_json(columns, rows, out)
+    return out.getvalue()
+
+
+def test_numbers_print_as_the_same_json_types(gate):
+    on_duckdb, on_spark = gate[3]
+    assert on_spark == on_duckdb
+    assert [type(v) for v in json.loads(on_duckdb)[0].values()] == [float, float, float, float, float]
 
 
 def _sample_ok(duck, answers, key) -> str | None:
@@ -412,7 +444,7 @@ def _sample_ok(duck, answers, key) -> str | None:
 @pytest.mark.parametrize("param_set", PARAM_SETS)
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_same_answer_on_spark_as_on_duckdb(gate, name, param_set):
-    duck, answers, errors = gate
+    duck, answers, errors, _ = gate
     key = (name, param_set)
     assert key not in errors, f"{name} ({param_set} parameters) failed on Spark: {errors[key]}"
     if name in SAMPLES and param_set == "bound":
@@ -425,7 +457,7 @@ def test_same_answer_on_spark_as_on_duckdb(gate, name, param_set):
 @pytest.mark.parametrize("param_set", PARAM_SETS)
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_the_fixture_gives_every_question_an_answer(gate, name, param_set):
-    duck, _, _ = gate
+    duck = gate[0]
     _, rows, _ = duck[(name, param_set)]
     if (name, param_set) in EMPTY_BY_DESIGN:
         assert not rows, f"{name} ({param_set}) was listed as empty by design: {EMPTY_BY_DESIGN[(name, param_set)]}"

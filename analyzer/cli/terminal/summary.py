@@ -1,111 +1,37 @@
-"""Everything ``analyze`` prints for a person: the summary's tables, the on-call block,
-the replay, forget and export reports, warnings on stderr, JSON, progress bars.
-
-The command layer (:mod:`analyzer.cli`) calls the library for data and hands
-it here. Log text is untrusted: every string from the data goes through
-:mod:`analyzer.core.safetext` (credentials redacted, control characters escaped) or
-:func:`shown_text` (already-redacted text: controls escaped), and is never read
-as rich markup.
-"""
+"""``analyze FILES...``: the summary for a person (tables on a terminal, the same laid out
+for a wide page into a pipe), or as JSON; and its on-call block."""
 
 from __future__ import annotations
 
-import json
 import sys
-from contextlib import contextmanager
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
+from analyzer.cli.terminal import (Table, escape, make_console, on_terminal, pct, print_json, safe_text,
+                                   shown_text)
+from analyzer.cli.terminal import safe_markup as _t
 from analyzer.core.focus import is_glm
-from analyzer.core.isotime import iso_utc
-from analyzer.core.safetext import printable, terminal_text
+from analyzer.core.paths import shown_path
+from analyzer.core.safetext import terminal_text
 from analyzer.core.scrub import scrub_strings
-from analyzer.jobs.replay import NOT_RECOVERED
-from analyzer.online.ladder import NOT_TRIGGERED
 from analyzer.store.holdings import describe_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
-    from rich.table import Table as RichTable
-
-    from analyzer.ingestion.logs import IngestReport
-    from analyzer.jobs.forget import ForgetReport
-    from analyzer.jobs.lake_build import LakeBuildReport
-    from analyzer.jobs.replay import ReplayPlan, ReplayReport
-    from analyzer.outputs.export import ExportReport
-    from analyzer.outputs.lake import LakeReport
-
-
-def _t(value: Any) -> str:
-    """Log text for a rich string: credentials redacted, controls escaped, never read as markup."""
-    return escape(terminal_text(value))
-
-
-# rich is imported when something is drawn, not with this module: JSON on stdout and
-# the lines on stderr need none of it, and a re-run that finds nothing new
-# (`analyze s3/ --db X --json`) should not wait for it.
-
-
-def escape(text: str) -> str:
-    """rich's markup escape: log and metric text is untrusted, never read it as markup."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
-def Table(*args: Any, **kwargs: Any) -> "RichTable":  # noqa: N802 - stands for rich's class
-    """A rich ``Table`` (rich imported on first use)."""
-    from rich.table import Table as RichTable
-
-    return RichTable(*args, **kwargs)
-
-
-def _Console(**kwargs: Any) -> "Console":  # noqa: N802 - stands for the class it makes
-    """A rich console that reports a closed pipe as ``BrokenPipeError``.
-
-    Rich's own handling exits with 1; the command line ends a closed pipe
-    (``analyze ... | head -1``) quietly with 0.
-    """
-    return _console_class()(**kwargs)
-
-
-@lru_cache(maxsize=None)
-def _console_class() -> type:
-    from rich.console import Console
-
-    class PipeAwareConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError()
-
-    return PipeAwareConsole
-
-
-def shown_path(path: str) -> str:
-    """A stored (absolute) path as the operator typed it: relative when under the current folder."""
-    import os
-
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        return path
-    if path.startswith(cwd + os.sep):
-        return os.path.relpath(path, cwd)
-    return path
-
-
-def _on_terminal() -> bool:
-    import sys
-
-    return sys.stdout.isatty()
-
-
-def _pct(rate: float) -> str:
-    return f"{rate * 100:.1f}%"
 
 
 #: The summary's width into a pipe or a file (rich's default there is 80 columns).
 PIPED_WIDTH = 140
+
+
+def show_summary(summary: dict[str, Any], json_out: bool) -> None:
+    """Print the summary on stdout: JSON with ``json_out``; else tables for this terminal, or
+    laid out for a wide page into a pipe or a file (:func:`summary_text`)."""
+    if json_out:
+        print_json(summary)
+    elif on_terminal():
+        print_summary(summary)
+    else:
+        sys.stdout.write(summary_text(summary))
 
 
 def summary_text(summary: dict[str, Any]) -> str:
@@ -116,7 +42,7 @@ def summary_text(summary: dict[str, Any]) -> str:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
 
     buf = Capture()
-    print_summary(summary, _Console(file=buf, highlight=False, soft_wrap=False, width=PIPED_WIDTH))
+    print_summary(summary, make_console(file=buf, highlight=False, soft_wrap=True, width=PIPED_WIDTH))
     # rich pads a left-justified table title to the table's width: into a file, the
     # padding is only trailing blanks (which diffs and editors flag).
     return "\n".join(line.rstrip(" ") for line in buf.getvalue().split("\n"))
@@ -126,9 +52,17 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     """Print the summary of :func:`analyzer.outputs.summary.build_summary` for a person (every string
     scrubbed of credentials first, :func:`analyzer.core.scrub.scrub_strings`)."""
     summary = scrub_strings(summary)
-    out = console or _Console(highlight=False, soft_wrap=False, width=None if _on_terminal() else PIPED_WIDTH)
+    # Into a pipe or a file every sentence stays on one line (grep finds it); tables are
+    # laid out for a page PIPED_WIDTH wide. On a terminal rich wraps prose at words.
+    terminal = on_terminal()
+    out = console or make_console(highlight=False, soft_wrap=not terminal, width=None if terminal else PIPED_WIDTH)
     tr = summary["time_range"]
     ing = summary.get("ingest") or {}
+    verdict = summary.get("verdict") or {}
+    for i, line in enumerate(verdict.get("lines") or []):
+        out.print(("[bold]" + _t(line) + "[/]") if i == 0 else _t(line))
+    if verdict.get("lines"):
+        out.print()
     out.print(
         f"[bold]{summary['turns']:,} turns[/] in {summary['sessions']:,} sessions, "
         f"{tr['first'] or '-'} .. {tr['last'] or '-'}"
@@ -144,10 +78,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     print_holdings(summary, out)
 
     models = Table(title="Turns and sessions per model", title_justify="left")
-    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder-addressable", "sessions ended on failure"):
-        # fold, never cut: the tail of a name is what tells two models apart
-        models.add_column(col, justify="left" if col == "model" else "right",
-                          overflow="fold" if col == "model" else "ellipsis")
+    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder addressable", "sessions ended on failure"):
+        # never cut: the tail of a name is what tells two models apart (too wide: the table stacks)
+        models.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
     for m in summary["models"]:
         failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
         models.add_row(
@@ -166,14 +99,14 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         "(tool-history-5xx, and empty-200-stop or answer-in-reasoning with tool history); "
         f"{summary['sessions_ended_on_failure']:,} sessions ended on a failure"
     )
-    out.print(f"{inf['turns']:,} turns ({_pct(inf['share'])}) are classified on inferred evidence")
+    out.print(f"{inf['turns']:,} turns ({pct(inf['share'])}) are classified on inferred evidence")
     logged = summary.get("logged_classes") or {}
     if logged.get("turns"):
         pairs = ", ".join(f"logged {_t(d['logged_class'])} / derived {_t(d['derived_class'])} {d['turns']:,}"
                           for d in logged["pairs"][:3])
-        verdict = (f"would say otherwise for {logged['disagreements']:,} ({pairs})" if logged["disagreements"]
+        agreement = (f"would say otherwise for {logged['disagreements']:,} ({pairs})" if logged["disagreements"]
                    else "agrees on every one")
-        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule {verdict}")
+        out.print(f"{logged['turns']:,} turns carry the class the proxy logged (kept); the analyzer's rule {agreement}")
     if summary["quarantined_lines"]:
         whole = " (in the whole database)" if summary.get("not_filtered") else ""
         out.print(f"[yellow]{summary['quarantined_lines']:,} malformed lines quarantined{whole}[/], e.g.:")
@@ -191,29 +124,20 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if summary.get("sizing"):
         print_sizing(summary["sizing"], out)
     print_oncall(summary.get("oncall"), out)
+    print_next(summary.get("next"), out)
 
 
-def shown_text(text: Any, limit: int | None = None) -> str:
-    """Text for the terminal that needs no redaction (already redacted, or a path): control
-    characters shown escaped (:func:`analyzer.core.safetext.printable`), None as ``-``, cut to
-    ``limit`` characters with ``…``.
-
-    Escape sequences (``\\x1b]0;...``), carriage returns, bidirectional overrides
-    and zero-width characters are written out visibly, so a model name or error
-    text can neither retitle the window nor rewrite what was printed before it.
-    The caller still escapes rich markup (or prints it as a rich ``Text``).
-    """
-    if text is None:
-        return "-"
-    s = printable(text)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
+def print_next(section: dict[str, Any] | None, out: Console) -> None:
+    """Where the database is and what to run next (the summary's last lines)."""
+    if not section:
+        return
+    out.print()
+    out.print(f"The database is {_t(section['database'])}. Next:")
+    width = max(len(c["command"]) for c in section["commands"])
+    for c in section["commands"]:
+        out.print(f"  {_t(c['command']).ljust(width)}  {_t(c['does'])}")
 
 
-def safe_text(value: Any, limit: int | None = None) -> str:
-    """Log text (a path, a reason, a pod name) for a rich string: :func:`shown_text`, markup escaped."""
-    return escape(shown_text(value, limit))
 
 
 #: Skipped files listed one by one; the rest are counted.
@@ -257,10 +181,10 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
     if replicas:
         t = Table(title="Per proxy replica (proxy_pod)", title_justify="left")
         for col in ("replica", "turns", "failed", "failure rate", "slow warnings", "lost records"):
-            t.add_column(col, justify="left" if col == "replica" else "right")
+            t.add_column(col, justify="left" if col == "replica" else "right", no_wrap=col == "replica")
         for r in replicas:
             t.add_row(safe_text(r["proxy_pod"]) if r["proxy_pod"] is not None else "(not said)",
-                      f"{r['turns']:,}", f"{r['failed']:,}", _pct(r["failure_rate"]),
+                      f"{r['turns']:,}", f"{r['failed']:,}", pct(r["failure_rate"]),
                       f"{r['slow_warnings']:,}", f"{r['lost_records']:,}")
         out.print(t)
 
@@ -287,7 +211,7 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
                   "a retry may get an answer, the lasting fix is the deployment's reasoning parser")
     out.print(
         f"  tool sessions: {s['tool_sessions']:,}; affected by an eligible failure: {s['sessions_affected']:,} "
-        f"({_pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
+        f"({pct(s['sessions_affected_share'])}); lost (ended on a failure): {s['sessions_lost']:,}, "
         f"of which to eligible failures {s['sessions_lost_to_eligible']:,}"
         + (f", {s['turns_per_lost_session']} turns per lost session" if s["turns_per_lost_session"] else "")
     )
@@ -321,11 +245,14 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
 
 def _before_after_table(ba: dict[str, Any]) -> Table:
     """Tool sessions lost per 100 without and with the ladder, per class, with 95% intervals."""
+    neither = ba.get("tool_sessions_neither") or 0
     t = Table(title=f"Did the ladder work? Tool sessions lost per 100, without the ladder "
                     f"({ba['tool_sessions_without']:,} sessions) and with it ({ba['tool_sessions_with']:,}), "
-                    "as the records tell them apart (95% intervals)", title_justify="left")
+                    "as the records tell them apart (95% intervals)"
+                    + (f"; {neither:,} more in neither (the ladder was off for their model, or their records do "
+                       "not say)" if neither else ""), title_justify="left")
     for col in ("class of the last turn", "without", "with", "change"):
-        t.add_column(col, justify="left" if col.startswith("class") else "right")
+        t.add_column(col, justify="left" if col.startswith("class") else "right", no_wrap=col.startswith("class"))
 
     def rate(p, lo, hi, k):
         return f"{p:.1f} [{lo:.1f}–{hi:.1f}] ({k:,})"
@@ -345,14 +272,14 @@ def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     refused = any(r.get("refused") for r in rows)
     for col in ("trigger", "rung", "reached", "recovered", *(("refused",) if refused else ()),
                 "recovered | reached", "cumulative"):
-        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right")
+        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right", no_wrap=col in ("trigger", "rung"))
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
             _t(r["trigger"]), _t(r["rung"]), f"{r['reached']:,}", f"{r['recovered']:,}",
             *((f"{r.get('refused', 0):,}",) if refused else ()),
-            f"{_pct(r['conditional_rate'])} [{_pct(ci[0])}–{_pct(ci[1])}]" if ci else "-",
-            f"{_pct(r['cumulative_rate'])} [{_pct(cc[0])}–{_pct(cc[1])}]" if cc else "-",
+            f"{pct(r['conditional_rate'])} [{pct(ci[0])}–{pct(ci[1])}]" if ci else "-",
+            f"{pct(r['cumulative_rate'])} [{pct(cc[0])}–{pct(cc[1])}]" if cc else "-",
         )
     return t
 
@@ -367,7 +294,7 @@ def _class_table(summary: dict[str, Any]) -> Table:
     if others:
         groups.append((f"other models ({len(others)})", others))
     t = Table(title="Incident classes: count · share of the column's turns", title_justify="left")
-    t.add_column("class")
+    t.add_column("class", no_wrap=True)
     for name, _ in groups:
         t.add_column(name, justify="right")
     t.add_column("all", justify="right")
@@ -376,8 +303,8 @@ def _class_table(summary: dict[str, Any]) -> Table:
         cells = []
         for name, ms in groups:
             n = sum(m["classes"].get(cls, {}).get("count", 0) for m in ms)
-            cells.append(f"{n:,} · {_pct(n / totals[name])}" if n else "-")
-        t.add_row(cls, *cells, f"{total['count']:,} · {_pct(total['rate'])}")
+            cells.append(f"{n:,} · {pct(n / totals[name])}" if n else "-")
+        t.add_row(cls, *cells, f"{total['count']:,} · {pct(total['rate'])}")
     return t
 
 
@@ -386,45 +313,33 @@ def print_episodes(episodes: list[dict[str, Any]], out: Console) -> None:
     (each turn in one window, so the column adds up to the classes) and, per wedged
     window, what the other signals said.
 
-    Pod names share long prefixes (``glm-5-vllm-6f9c7d8b5-k7m2q``, ``...-r4t8w``):
-    when the table is wider than the terminal, the common prefix is elided (and
-    named under the table), never the tail that tells the pods apart.
+    A table too wide for the terminal stacks (:func:`Table`): pod names that share a
+    long prefix (``glm-5-vllm-6f9c7d8b5-k7m2q``, ``...-r4t8w``) stay whole.
     """
     if not episodes:
         return
-    pods = [terminal_text(e["pod"] or "?") for e in episodes]
-    # Measured without the corroboration text, which wraps: only the names decide
-    # whether the pods' common prefix must go.
-    excess = out.measure(_episode_table(episodes, pods, evidence=False),
-                         options=out.options.update_width(10_000)).maximum - out.width
-    prefix = ""
-    if excess > 0:
-        prefix, pods = elide_common_prefix(pods, max(len(p) for p in pods) - excess)
-    table = _episode_table(episodes, pods)
+    table = _episode_table(episodes)
     if table.row_count:
         out.print(table)
-        if prefix:
-            out.print(f"  (pod names start with {escape(prefix)}…)")
     print_sleeping(episodes, out)
 
 
-def _episode_table(episodes: list[dict[str, Any]], pods: list[str], evidence: bool = True) -> Table:
+def _episode_table(episodes: list[dict[str, Any]]) -> Table:
     t = Table(title="Wedged and down pods (failures inside are wedged-pod / pod-down: no retry fixes them)",
               title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("kind", "left"), ("start (UTC)", "left"),
                          ("duration", "right"), ("alert after", "right"), ("failed turns", "right"),
-                         ("corroboration", "left"))[:8 if evidence else 7]:
-        t.add_column(col, justify=justify, overflow="fold" if col in ("pod", "model", "corroboration") else "ellipsis",
-                     ratio=1 if col == "corroboration" else None)
-    for e, pod in zip(episodes, pods):
+                         ("corroboration", "left")):
+        t.add_column(col, justify=justify, overflow="fold" if col == "corroboration" else "ellipsis",
+                     ratio=1 if col == "corroboration" else None, no_wrap=col != "corroboration")
+    for e in episodes:
         if e["kind"] == "sleeping":
             continue
         kind = f"{e['kind']} (inferred)" if e.get("inferred") else e["kind"]
-        cells = [escape(pod), _t(e["model_name"] or "?"), kind, e["start"].replace("T", " ").removesuffix("Z"),
-                 _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}"]
-        if evidence:
-            cells.append(_t((e.get("corroboration") or {}).get("text", "")))
-        t.add_row(*cells)
+        evidence = ("suspected: requests failed while the counter was flat and the gauges read 0 (frozen gauges)"
+                    if e.get("inferred") else _t((e.get("corroboration") or {}).get("text", "")))
+        t.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"), kind, e["start"][:19].replace("T", " "),
+                  _duration(e["duration_s"]), _alert_after(e), f"{e['failed_turns']:,}", evidence)
     return t
 
 
@@ -435,7 +350,7 @@ def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
         return
     s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)", title_justify="left")
     for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
-        s.add_column(col, justify=justify)
+        s.add_column(col, justify=justify, no_wrap=col in ("pod", "model"))
     for e in asleep:
         s.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"),
                   e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
@@ -462,28 +377,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes:.0f} min" if minutes >= 1 else f"{seconds:.0f} s"
 
 
-_SEPARATORS = "-_./:@"
 _FORM_NAMES = {"jsonl": "JSONL", "kubectl": "kubectl stdout", "parquet": "Parquet"}
-
-
-def elide_common_prefix(names: list[str], width: int) -> tuple[str, list[str]]:
-    """Shorten ``names`` to about ``width`` characters by dropping what they all start with.
-
-    Returns ``(prefix, shortened)``: the prefix cut at a separator (``-``, ``_``,
-    ``.``, ``/``...) so the part left starts a word, and each name as ``…`` plus
-    what follows. Names that differ early, or a single name, are returned whole.
-    """
-    distinct = sorted(set(names))
-    if len(distinct) < 2:
-        return "", names
-    import os
-
-    common = os.path.commonprefix(distinct)
-    cut = max((i + 1 for i, ch in enumerate(common) if ch in _SEPARATORS), default=0)
-    if cut < 4:  # nothing worth eliding
-        return "", names
-    del width  # the prefix goes whole: a shorter cut would leave the reader guessing
-    return names[0][:cut], ["…" + n[cut:] for n in names]
 
 
 def print_filters(summary: dict[str, Any], out: Console) -> None:
@@ -560,7 +454,8 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         t = Table(title=f"429 bursts (rate-limited turns of one provider and model at most "
                         f"{section['parameters']['burst_gap_s']:g} s apart)", title_justify="left")
         for col in ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"):
-            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right")
+            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right",
+                         no_wrap=col in ("provider", "model"))
         for b in section["rate_limit_bursts"]:
             t.add_row(Text(tt(b["provider"])), Text(tt(b["model"])), b["start"].replace("T", " ").removesuffix("Z")[:19],
                       f"{b['duration_s']:,.0f} s", f"{b['rate_limited_turns']:,}", f"{b['calls_in_window']:,}",
@@ -571,7 +466,7 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         return  # no turns in scope: nothing more to show
     t = Table(title="Latency per model and provider", title_justify="left")
     for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
-        t.add_column(col, justify="left" if col in ("model", "provider") else "right")
+        t.add_column(col, justify="left" if col in ("model", "provider") else "right", no_wrap=col in ("model", "provider"))
     for r in section["latency"]:
         t.add_row(Text(tt(r["model"])), Text(tt(r["provider"])), f"{r['turns']:,}", _ms(r["p50_ms"]),
                   _ms(r["p95_ms"]), _ms(r["p99_ms"]), _ms(r["max_ms"]))
@@ -579,7 +474,7 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 
     t = Table(title="Tokens per model (turns with usage)", title_justify="left")
     for col in ("model", "turns", "with usage", "prompt", "completion", "cached", "mean prompt", "mean completion"):
-        t.add_column(col, justify="left" if col == "model" else "right")
+        t.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
     for r in section["tokens"]:
         mp, mc = r["mean_prompt_tokens"], r["mean_completion_tokens"]
         t.add_row(Text(tt(r["model"])), f"{r['turns']:,}", f"{r['turns_with_usage']:,}", f"{r['prompt_tokens']:,}",
@@ -593,196 +488,8 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         t = Table(title="Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
                         + (f"; {more:,} more" if more else ""), title_justify="left")
         for col in ("turns", "error text", "models", "class"):
-            t.add_column(col, justify="right" if col == "turns" else "left")
+            t.add_column(col, justify="right" if col == "turns" else "left", no_wrap=col == "class")
         for g in shown:
             pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
-            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"], 40)), Text(tt(g["main_class"])))
+            t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"])), Text(tt(g["main_class"])))
         out.print(t)
-
-
-# ---------------------------------------------------------------------------
-# Lines on stderr, JSON on stdout, progress
-
-
-def json_text(doc: Any) -> str:
-    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end;
-    every string scrubbed of credentials (:func:`analyzer.core.scrub.scrub_strings`)."""
-    return json.dumps(scrub_strings(doc), indent=2, default=str) + "\n"
-
-
-def print_json(doc: Any) -> None:
-    """``--json``: the document on stdout (:func:`json_text`)."""
-    sys.stdout.write(json_text(doc))
-
-
-def warn(text: str) -> None:
-    """``analyze: warning: TEXT`` on stderr; ``text`` is log text (pod names, paths), shown safe."""
-    print(f"analyze: warning: {terminal_text(text)}", file=sys.stderr)
-
-
-def print_ingest_diagnostics(report: "IngestReport") -> None:
-    """The files an ingest skipped and its notes, one line each on stderr."""
-    for s in report.skipped_files:
-        print(f"analyze: warning: skipped {terminal_text(s['path'])}: {terminal_text(s['reason'])}", file=sys.stderr)
-    for n in report.notes:
-        print(f"analyze: note: {terminal_text(n['path'])}: {terminal_text(n['note'])}", file=sys.stderr)
-
-
-@contextmanager
-def byte_progress(description: str, enabled: bool) -> Iterator:
-    """A rich progress bar over bytes on stderr, or a no-op when not on a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-# ---------------------------------------------------------------------------
-# `analyze export`, `analyze forget`
-
-
-def print_export_report(report: "ExportReport") -> None:
-    """One line: how many turns went into how many day partitions, and where."""
-    removed = f", removed {len(report.removed_days)} stale day(s)" if report.removed_days else ""
-    span = f" ({report.days[0]} .. {report.days[-1]})" if report.days else ""
-    print(f"exported {report.rows:,} turns in {len(report.days)} day partition(s){span} to {report.path}{removed}")
-
-
-def print_lake_report(report: "LakeReport") -> None:
-    """One line: how many rows of how many relations went into the lake, and where."""
-    removed = f", removed {safe_text(', '.join(report.removed))}" if report.removed else ""
-    print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
-          f"to {safe_text(report.path)}{removed}")
-
-
-def print_lake_build_report(report: "LakeBuildReport") -> None:
-    """What a lake build wrote: the lake's rows and files, the days of records written, what was skipped."""
-    lake = report.lake
-    days = report.days_written
-    span = f" ({days[0]} .. {days[-1]})" if days else ""
-    print(f"built {safe_text(lake['path'])} on Spark ({safe_text(report.master)}) in {report.seconds:.0f} s: "
-          f"{lake['rows']:,} rows of {len(lake['tables'])} relations ({lake['files']} Parquet files)")
-    print(f"  {report.files_read:,} log files read; records of {len(days)} day(s) written{span}, "
-          f"{lake['tables'].get('records', 0):,} records and {lake['tables'].get('turns', 0):,} turns in the lake")
-    for s in report.skipped_files:
-        warn(f"skipped {s['path']}: {s['reason']}")
-    for w in report.warnings:
-        warn(w)
-
-
-def print_forget_report(report: "ForgetReport") -> None:
-    """What ``forget`` removed (or would), what it read again and re-derived."""
-    verb = "would forget" if report.dry_run else "forgot"
-    if report.resumed:
-        print(f"{'would finish' if report.dry_run else 'finished'} an interrupted forget of "
-              f"{len(report.resumed):,} file(s)")
-    print(f"{verb} {len(report.files):,} file(s): {report.records:,} records, {report.quarantined:,} quarantined lines"
-          + (f", {report.replay_attempts:,} replay attempts" if report.replay_attempts else "")
-          + (f", {report.metric_samples:,} metric samples from {len(report.metric_sources)} source(s)"
-             if report.metric_sources else ""))
-    for p in report.files[:10]:
-        print(f"  {terminal_text(p)}")
-    if len(report.files) > 10:
-        print(f"  ... and {len(report.files) - 10} more")
-    if report.kept_straddling:
-        print(f"kept {report.kept_straddling} file(s) with records on both sides of the range")
-    if report.reread:
-        print(f"read again {len(report.reread)} file(s) that held copies of forgotten records")
-    if report.reread_missing:
-        print(f"note: {len(report.reread_missing)} file(s) that held copies are gone from disk; "
-              "their copies are not in the database", file=sys.stderr)
-    if report.windows_recomputed:
-        print("pod windows recomputed with the stored wedge window; classification up to date")
-
-
-# ---------------------------------------------------------------------------
-# `analyze replay`
-
-
-def _say(text: str = "") -> None:
-    """Print a line of the replay's text report: request ids, model names and skip reasons are
-    log text, shown scrubbed and escaped."""
-    print(terminal_text(text))
-
-
-def _turn_time(ts: Any) -> str:
-    return iso_utc(ts, "microseconds")
-
-
-def print_replay_header(plan: "ReplayPlan", endpoint: str | None, *, dry: bool) -> None:
-    """What will be replayed (or would be), the rungs, and what was skipped or cannot be recovered."""
-    which = "GLM models" if not plan.models else ", ".join(plan.models)
-    n = len(plan.turns)
-    if dry:
-        _say(f"dry run: {n} eligible turn(s) ({which}) would be replayed"
-             + (f" to {endpoint}" if endpoint else "") + "; nothing is sent")
-    else:
-        _say(f"replaying {n} eligible turn(s) ({which}) to {endpoint}")
-    _say(f"ladder rungs: {', '.join(plan.rungs)}")
-    if plan.not_captured:
-        _say(f"{plan.not_captured} more eligible turn(s) were not captured in full mode (no messages): not replayable")
-    for s in plan.skipped:
-        _say(f"skipped {s.request_id} {_turn_time(s.ts)}: {s.reason}")
-    if not n:
-        _say("nothing to replay: no ladder-eligible turn with full-capture messages"
-             + ("" if not plan.models else " for these models"))
-        return
-    stand_ins = sum(1 for t in plan.turns if t.tools_source == "stand-in")
-    if stand_ins:
-        _say(f"tools: {stand_ins} turn(s) offer minimal stand-ins named after the tools in their transcript "
-             "(definitions are not logged; pass --tools FILE for the real ones)")
-    _say("not recovered from the logs: " + "; ".join(NOT_RECOVERED))
-
-
-def print_replay_dry_run(plan: "ReplayPlan", doc: dict[str, Any]) -> None:
-    """The dry run: per turn, what each rung would send (messages, tools, max_tokens, bytes)."""
-    print_replay_header(plan, doc["endpoint"], dry=True)
-    for t, d in zip(plan.turns, doc["turns"]):
-        _say()
-        _say(f"{t.request_id} {_turn_time(t.ts)} {t.model} -> {t.payload.get('model')}  logged: {t.logged_trigger}  "
-             f"session {t.session_id or '-'}  system prompts re-hydrated: {t.system_prompts}  tools: {t.tools_source}")
-        for note in t.notes:
-            _say(f"  note: {note}")
-        for p in d["payloads"]:
-            _say(f"  {p['rung']:<19} {p['messages']:>3} messages  {p['tools']:>2} tools  "
-                 f"tool_choice={p['tool_choice'] or '-':<5} max_tokens={p['max_tokens'] or '-':<6} {p['bytes']:>8,} bytes")
-
-
-def print_replay_report(report: "ReplayReport") -> None:
-    """The replay: per turn its outcome and attempts, recovery per rung, and what was stored."""
-    print_replay_header(report.plan, report.endpoint, dry=False)
-    _say()
-    _say(f"{'request_id':<10} {'ts':<27} {'logged trigger':<17} {'replay trigger':<17} {'outcome':<14} "
-         f"{'recovered at':<17} attempts")
-    for o in report.outcomes:
-        _say(f"{o.turn.request_id:<10} {_turn_time(o.turn.ts):<27} {o.turn.logged_trigger:<17} {o.trigger or '-':<17} "
-             f"{o.outcome:<14} {o.recovered_at or '-':<17} {' > '.join(f'{a.rung}:{a.status or a.incident_class}' for a in o.attempts)}")
-    rows = report.per_rung()
-    if rows:
-        _say()
-        _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
-        for r in rows:
-            _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
-    counts: dict[str, int] = {}
-    for o in report.outcomes:
-        counts[o.outcome] = counts.get(o.outcome, 0) + 1
-    _say()
-    _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if counts.get(NOT_TRIGGERED):
-        _say(f"{counts[NOT_TRIGGERED]} turn(s) did not fail again on replay (not-triggered): "
-             "they count in no recovery rate")
-    _say(f"stored {report.stored_attempts} attempt(s) in replay_attempts "
-         "(ladder_attempts / ladder_summary rows with source = 'replay')")
-    sys.stdout.flush()

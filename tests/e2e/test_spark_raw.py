@@ -50,6 +50,8 @@ from tests.support.records import (  # noqa: E402
 )
 from tests.support.repo import REPO  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 SAMPLE = REPO / "sample_logs"
 LOGS = [SAMPLE / "s3", SAMPLE / "kubectl"]
 METRICS = [SAMPLE / "metrics"]

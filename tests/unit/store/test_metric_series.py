@@ -1,10 +1,6 @@
-"""Samples stored as series and points (migration 006): an older database upgrades to the same samples and windows.
-
-Before 006, ``metric_samples`` was a table holding every sample with its labels;
-since, it is a view over ``metric_series`` (each label set once) and
-``metric_points``. A database written at schema 005 holding samples is upgraded
-on open: the view shows the rows the table held, the windows recomputed from them
-are the ones a fresh load gives, and loading the same files again stores nothing.
+"""Samples stored as series and points: ``metric_samples`` is a view over ``metric_series``
+(each label set once) and ``metric_points``; a later load adds points to the series held,
+a point's first value in file order is the one stored, and forgetting a source keeps the others'.
 """
 
 from __future__ import annotations
@@ -13,13 +9,10 @@ import csv
 import json
 from pathlib import Path
 
-import duckdb
-import pyarrow as pa
 import pytest
 
-from analyzer.store.db import MIGRATIONS, connect
+from analyzer.store.db import connect
 from analyzer.jobs.metrics import load_metrics
-from analyzer.classification.windows import recompute_windows
 from analyzer.ingestion.metric_store import forget_sources
 from tests.support.repo import REPO
 
@@ -55,64 +48,11 @@ def _samples(con) -> list[tuple]:
                        "FROM metric_samples ORDER BY ALL").fetchall()
 
 
-def _windows(con) -> list[tuple]:
-    return con.execute("SELECT * FROM pod_windows ORDER BY ALL").fetchall()
-
-
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[str]:
     if not SAMPLE.is_dir():
         pytest.skip("sample_logs/metrics is not in this checkout")
     return [str(SAMPLE), _extra_csv(tmp_path_factory.mktemp("extra") / "extra.csv")]
-
-
-def test_a_database_at_schema_005_with_samples_upgrades_to_the_same_samples_and_windows(tmp_path, inputs):
-    fresh = connect(tmp_path / "fresh.duckdb")
-    report = load_metrics(fresh, inputs)
-    rows, windows = _samples(fresh), _windows(fresh)
-    fresh.close()
-    assert report.samples_new == len(rows) > 10_000
-    assert {w[2] for w in windows} == {"wedged", "down", "sleeping"}
-
-    # The same samples, stored as the analyzer stored them before 006: one row each, labels and all.
-    path = tmp_path / "old.duckdb"
-    old = duckdb.connect(str(path))
-    old.execute("CREATE TABLE _migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
-    before = [(n, fn) for n, fn in MIGRATIONS if n < "006"]
-    for name, fn in before:
-        fn(old)
-        old.execute("INSERT INTO _migrations VALUES (?, now())", [name])
-    assert "metric_samples" in {r[0] for r in old.execute("SHOW TABLES").fetchall()}
-    cols = list(zip(*rows))
-    old.register("rows_in", pa.table({
-        "metric": pa.array(cols[0], pa.string()), "pod": pa.array(cols[1], pa.string()),
-        "model_name": pa.array(cols[2], pa.string()), "instance": pa.array(cols[3], pa.string()),
-        "job": pa.array(cols[4], pa.string()), "labels": pa.array(cols[5], pa.string()),
-        "ts": pa.array(cols[6], pa.timestamp("us")), "value": pa.array(cols[7], pa.float64()),
-        "source": pa.array(cols[8], pa.string())}))
-    old.execute("INSERT INTO metric_samples SELECT * FROM rows_in")
-    old.unregister("rows_in")
-    old.close()
-
-    con = connect(path)
-    try:
-        assert "006_metric_series" in {r[0] for r in con.execute("SELECT name FROM _migrations").fetchall()}
-        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                                 "WHERE table_schema = 'main'").fetchall())
-        assert kinds["metric_samples"] == "VIEW" and kinds["metric_points"] == "BASE TABLE"
-        assert _samples(con) == rows
-        # Each label set once: a series per metric and label set, not per sample.
-        n_series = con.execute("SELECT count(*) FROM metric_series").fetchall()[0][0]
-        assert n_series == len({(r[0], r[1], r[5]) for r in rows}) < len(rows) / 100
-        recompute_windows(con)
-        assert _windows(con) == windows
-        # The upgraded series are found again: the same files store nothing new.
-        again = load_metrics(con, inputs)
-        assert (again.samples_new, again.duplicates) == (0, len(rows))
-        assert con.execute("SELECT count(*) FROM metric_series").fetchall()[0][0] == n_series
-        assert _windows(con) == windows
-    finally:
-        con.close()
 
 
 def test_a_second_load_adds_points_to_the_series_it_already_holds(tmp_path, inputs):

@@ -1,0 +1,80 @@
+"""``analyze`` run in this process for the tests: arguments in, exit code and output out.
+
+A subprocess costs an interpreter start and the imports on every call (most of a
+second); most tests check what a command prints and its exit code, which the same
+code gives in process: :func:`analyze` calls :func:`analyzer.cli.app.main` with the
+arguments, stdout and stderr captured as text (not a terminal: the piped layout),
+the working directory and environment as asked, and returns what
+``subprocess.run(..., capture_output=True, text=True)`` would. The command line
+installs its interrupt handler and restores it on the way out
+(:func:`analyzer.cli.exits.guarded`), so nothing of one run is left for the next.
+
+Tests where the process itself is under test (signals, a killed run, import time,
+a closed pipe, a terminal) still start one: ``python -m analyzer.cli.app``, or
+:func:`tests.support.terminal.analyze_on_pty`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Ran:
+    """What one command did: as a ``subprocess.CompletedProcess`` of it reads."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    env: dict = field(default_factory=dict, repr=False)
+
+
+class _Text(io.StringIO):
+    """Captured output that says its encoding, as a pipe's text stream does."""
+
+    encoding = "utf-8"
+
+
+def analyze(*args: str | os.PathLike, cwd: str | os.PathLike | None = None, env: dict | None = None,
+            input: str | None = None, **_ignored) -> Ran:
+    """Run ``analyze ARGS`` here; ``env`` replaces the environment for the run (as subprocess's ``env=``),
+    ``input`` is stdin's text. Keyword arguments a ``subprocess.run`` call would take (``timeout``...) are
+    accepted and ignored."""
+    from analyzer.cli.app import main
+
+    argv = [str(a) for a in args]
+    out, err = _Text(), _Text()
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    code = 0
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update({k: str(v) for k, v in env.items()})
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main(argv)
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return Ran(argv, code, out.getvalue(), err.getvalue())
+
+
+def one_error_line(ran: Ran) -> str:
+    """The single ``analyze: error: ...`` line of a failed command (asserting it is the only line)."""
+    lines = [line for line in ran.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("analyze: error: "), ran.stderr
+    return lines[0]
+
+
