@@ -409,7 +409,8 @@ def gate(tmp_path_factory):
 
 
 #: Divisions by a number with a point, ceil and floor: Spark alone would give a DECIMAL and a BIGINT
-#: (`14` where DuckDB prints `14.0`); the translation makes each a DOUBLE, as on DuckDB.
+#: (`14` where DuckDB prints `14.0`); the translation makes each a DOUBLE, as on DuckDB. A product
+#: with a number with a point stays a DECIMAL on both (printed as an integer when whole, on both).
 NUMBERS_SQL = ("SELECT count(*) / 60.0 AS per_minute, round(count(*) / 2.0, 1) AS halves, "
                "ceil(count(*) / 4) AS quarters, floor(avg(latency_ms)) AS floor_ms, count(*) * 1.5 AS scaled "
                "FROM turns")
@@ -425,7 +426,7 @@ def _json(columns, rows) -> str:
 def test_numbers_print_as_the_same_json_types(gate):
     on_duckdb, on_spark = gate[3]
     assert on_spark == on_duckdb
-    assert [type(v) for v in json.loads(on_duckdb)[0].values()] == [float, float, float, float, float]
+    assert [type(v) for v in json.loads(on_duckdb)[0].values()][:4] == [float, float, float, float]
 
 
 def _sample_ok(duck, answers, key) -> str | None:
