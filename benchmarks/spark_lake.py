@@ -19,8 +19,9 @@ Printed: seconds (and the ratio against DuckDB in the same run), the peak reside
 memory of DuckDB's process, of Spark's driver (the spark-submit JVM and its
 Python), and of the cluster (master, workers, executors and their Python workers,
 summed, sampled every 0.2 s), and whether the two lakes hold the same rows in
-every relation. Nothing is asserted (machines are shared: read the ratios, rerun
-when in doubt).
+every relation, with the 1-minute load average before and after each week (other
+work on the machine slows both engines). Nothing is asserted (machines are shared:
+read the ratios, rerun when in doubt).
 
     python benchmarks/spark_lake.py                  # the sample week and a 10x week
     python benchmarks/spark_lake.py --scales 1       # the sample week only
@@ -127,7 +128,7 @@ def run_scale(scale: int, cluster: StandaloneCluster, bench_dir: Path, scratch: 
     work = scratch / f"x{scale}"
     work.mkdir()
     row: dict = {"scale": scale, "input_mb": round(size_mb(folder / "s3") + size_mb(folder / "kubectl"), 1),
-                 "days": len(days)}
+                 "days": len(days), "load_before": round(os.getloadavg()[0], 1)}
     say(f"{scale}x week on DuckDB")
     duck = on_duckdb(logs, metrics, work, "week")
     say(f"{scale}x week on Spark ({cluster.url})")
@@ -151,6 +152,7 @@ def run_scale(scale: int, cluster: StandaloneCluster, bench_dir: Path, scratch: 
                         "duckdb_s": day_in["wall_s"] + day_out["wall_s"], "duckdb_analyze_s": day_in["wall_s"],
                         "duckdb_export_s": day_out["wall_s"],
                         "same_rows": same_rows(work / "by-day-duck-lake", work / "by-day-lake")}
+    row["load_after"] = round(os.getloadavg()[0], 1)
     return row
 
 
@@ -160,7 +162,8 @@ def print_text(rows: list[dict], identity: dict) -> None:
     for r in rows:
         d, s, a = r["duckdb"], r["spark"], r["added_day"]
         print(f"\n{r['scale']}x week: {r['input_mb']:,} MB of chunks and stdout, {r['days']} days, "
-              f"{r['records']:,} records, {r['turns']:,} turns")
+              f"{r['records']:,} records, {r['turns']:,} turns (1-minute load average {r['load_before']} "
+              f"before, {r['load_after']} after: other work on the machine slows both engines)")
         print(f"  DuckDB  analyze + export --lake   {d['seconds']:7.1f} s  (analyze {d['analyze_s']:.1f} s, "
               f"export {d['export_s']:.1f} s)  peak RSS {d['rss_mb']:,.0f} MB")
         print(f"  Spark   lake build (standalone)   {s['seconds']:7.1f} s  = {s['seconds'] / d['seconds']:.1f}x DuckDB  "

@@ -35,7 +35,7 @@ def print_lake_build_report(report: "LakeBuildReport") -> None:
     lake = report.lake
     days = report.days_written
     span = f" ({days[0]} .. {days[-1]})" if days else ""
-    print(f"built {safe_text(lake['path'])} on Spark ({safe_text(report.master)}) in {report.seconds:.0f} s: "
+    print(f"built {terminal_text(shown_path(lake['path']))} on Spark ({safe_text(report.master)}) in {report.seconds:.0f} s: "
           f"{lake['rows']:,} rows of {len(lake['tables'])} relations ({lake['files']} Parquet files)")
     print(f"  {report.files_read:,} log files read; records of {len(days)} day(s) written{span}, "
           f"{lake['tables'].get('records', 0):,} records and {lake['tables'].get('turns', 0):,} turns in the lake")

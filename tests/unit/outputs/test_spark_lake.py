@@ -15,7 +15,8 @@ import os
 import pytest
 
 from analyzer.core.errors import AnalyzerError
-from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
+from analyzer.cli.terminal.reports import print_lake_build_report
+from analyzer.jobs.lake_build import LakeBuildOptions, LakeBuildReport, build_lake_job
 from tests.support.repo import REPO
 
 S3 = str(REPO / "sample_logs" / "s3")
@@ -67,3 +68,20 @@ def test_a_build_refuses_what_is_not_there_before_spark_starts(tmp_path):
         with pytest.raises(AnalyzerError, match=words):
             build_lake_job(opts)  # refused before a session starts
     assert not (tmp_path / "l").exists()
+
+
+def test_the_report_says_what_was_written_and_what_was_skipped(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    report = LakeBuildReport(
+        lake={"path": str(tmp_path / "week-lake"), "rows": 171330, "files": 46,
+              "tables": {"records": 5101, "turns": 2553, **{f"t{i}": 1 for i in range(19)}}},
+        master="spark://127.0.0.1:7077", days_written=["2026-11-16", "2026-11-22"], files_read=472,
+        skipped_files=[{"path": "x\x1b[2J.gz", "reason": "not gzip"}], warnings=["no metrics for glm-5"], seconds=69.4)
+    print_lake_build_report(report)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "built week-lake on Spark (spark://127.0.0.1:7077) in 69 s: 171,330 rows of 21 relations (46 Parquet files)",
+        "  472 log files read; records of 2 day(s) written (2026-11-16 .. 2026-11-22), 5,101 records and 2,553 "
+        "turns in the lake"]
+    assert "skipped x" in err and "\x1b" not in err and "no metrics for glm-5" in err
+    assert report.to_dict()["master"] == "spark://127.0.0.1:7077"
