@@ -7,6 +7,10 @@
 -- among the failures. Windows with no traffic are listed with zero turns.
 -- `since`/`until` select the windows overlapping [since, until) (ISO 8601, UTC),
 -- `model` matches the window's metric `model_name` (a name or a LIKE pattern).
+-- `minutes` is the length to a tenth of a minute, halves rounded up: whole
+-- seconds over 6, rounded, over 10 (rounding seconds / 60.0 to one place would
+-- round the DOUBLE's binary value, which DuckDB and Spark take apart at a half:
+-- 9 s is 0.1 minutes on one and 0.2 on the other).
 WITH w AS (
     SELECT * FROM pod_windows
     WHERE ($since IS NULL OR end_ts >= CAST($since AS TIMESTAMP))
@@ -14,7 +18,7 @@ WITH w AS (
       AND ($model IS NULL OR model_name ILIKE $model)
 )
 SELECT w.pod, w.model_name, w.kind, w.start_ts, w.end_ts,
-       round(date_diff('second', w.start_ts, w.end_ts) / 60.0, 1) AS minutes,
+       round(date_diff('second', w.start_ts, w.end_ts) / 6) / 10 AS minutes,
        count(t.request_id) AS turns,
        count(t.request_id) FILTER (WHERE t.incident_class <> 'ok') AS failed_turns,
        most_frequent(histogram(t.incident_class) FILTER (WHERE t.incident_class <> 'ok')) AS main_failure_class,

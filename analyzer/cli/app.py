@@ -273,6 +273,52 @@ def alerts_cmd(
     print_alerts_written(written)
 
 
+lake_app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Parquet lakes past one machine: `analyze lake build` writes one from raw logs on Spark.",
+)
+app.add_typer(lake_app, name="lake")
+
+
+@lake_app.command("build")
+def lake_build_cmd(
+    logs: List[str] = typer.Argument(..., metavar="LOGS", show_default=False, help="Log files, folders or globs, or URIs Spark reads (s3a://, hdfs://, file:); JSONL chunks, kubectl stdout, Parquet, .gz."),
+    lake: str = typer.Option(..., "--lake", metavar="DIR", help="The lake's folder (new, empty, or a lake to add to), at the same path on the driver and the executors."),
+    engine: str = typer.Option("spark", "--engine", metavar="ENGINE", help="spark (the only engine that builds a lake from logs)."),
+    metrics: Optional[List[str]] = typer.Option(None, "--metrics", metavar="PATH", help="Prometheus exports, scrapes or CSV (read by the driver); several after one --metrics, up to the next option (repeatable)."),
+    master: Optional[str] = typer.Option(None, "--master", metavar="URL", help="Spark's master: spark://HOST:7077, yarn, k8s://..., local[N] [default: spark-submit's, else local[*]]."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", metavar="KEY=VALUE", help="A Spark setting, as spark-submit's --conf (repeatable)."),
+    wedge_window: Optional[str] = typer.Option(None, "--wedge-window", metavar="DURATION", help="A flat generation counter this long with demand is a wedge [default: the lake's, else 5m]."),
+    model_map: Optional[List[str]] = typer.Option(None, "--model-map", metavar="LOG=METRIC", help="LOG_MODEL=METRIC_MODEL_NAME where vLLM's served name differs from the logged model (repeatable)."),
+    caller_deadline: Optional[float] = typer.Option(None, "--caller-deadline", metavar="SECONDS", help="Seconds the callers wait; an ok answer slower than this is late-200 [default: the lake's, else 300]."),
+    json_out: Json = False,
+) -> None:
+    """Build a Parquet lake from raw logs on Spark (the layout and manifest of `analyze export --lake`).
+
+    A re-run adds to the lake: new files are added, a file read again replaces what
+    the lake held of it, and only the days of records that changed are written.
+    """
+    from analyzer.cli.options import naming
+    from analyzer.cli.terminal import print_json
+    from analyzer.cli.terminal.reports import announce_lake_build, print_lake_build_report
+    from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
+
+    with naming(lake="--lake", engine="--engine", conf="--conf", model_map="--model-map"):
+        opts = LakeBuildOptions(logs=tuple(logs), lake=lake, engine=engine, metrics=tuple(metrics or ()),
+                                master=master, conf=tuple(conf or ()), wedge_window=wedge_window,
+                                model_map=tuple(model_map or ()), caller_deadline_s=caller_deadline)
+        announce_lake_build(opts)
+        report = build_lake_job(opts)
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        print_lake_build_report(report)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The ``analyze`` console script (and ``python -m analyzer``): every command, through typer."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -285,8 +331,9 @@ def _route(args: list[str]) -> list[str]:
     A first word that is no command, no file and close to a command name is a typo:
     a usage error with the likely command, instead of "no such file".
     """
-    commands = sorted(c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands)
-    if args and args[0] == "run":
+    commands = sorted([*(c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands),
+                       *(g.name for g in app.registered_groups if g.name)])
+    if args and args[0] == "run" or args[:2] == ["lake", "build"]:
         return _metric_lists(args)
     if not args or args[0] in commands or args[0] in ("--help", "-h", "--version", "-V"):
         return args

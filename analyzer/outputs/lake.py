@@ -143,39 +143,61 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]
 
 
 def _write_table(con: duckdb.DuckDBPyConnection, table: str, staging: Path, compression: str) -> tuple[int, dict]:
-    columns = _columns(con, table)
-    json_columns = [c for c, t in columns if t == "JSON"]
-    exprs = [f'CAST("{c}" AS VARCHAR) AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in columns]
+    return write_relation(con, table, _columns(con, table), staging, compression)
+
+
+def write_relation(con: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]], staging: Path,
+                   compression: str = "zstd", *, source: str | None = None) -> tuple[int, dict]:
+    """The lake's relation ``table`` written into ``staging / table``; its rows and manifest entry.
+
+    ``columns``: its ``(name, DuckDB type)`` pairs, JSON written as text.
+    ``source``: a relation of ``con`` holding its rows, cast to those types (default:
+    the table ``table`` itself, as it is). By UTC day of its time column when it
+    has rows and one (:data:`PARTITIONED_BY`), else one file.
+    """
+    if source is None:
+        exprs = [f'CAST("{c}" AS VARCHAR) AS "{c}"' if t == "JSON" else f'"{c}"' for c, t in columns]
+        source = f'"{table}"'
+    else:
+        exprs = [f'CAST("{c}" AS {"VARCHAR" if t == "JSON" else t}) AS "{c}"' for c, t in columns]
     time_column = PARTITIONED_BY.get(table)
-    rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0]
+    rows = con.execute(f'SELECT count(*) FROM {source}').fetchall()[0][0]
     dest = staging / table
     dest.mkdir(parents=True)
     if rows and time_column:
         # The relation API takes the path as a value, never pasted into SQL.
-        con.sql(f'SELECT {", ".join(exprs)}, CAST("{time_column}" AS DATE) AS {PARTITION} FROM "{table}" '
+        con.sql(f'SELECT {", ".join(exprs)}, CAST("{time_column}" AS DATE) AS {PARTITION} FROM {source} '
                 f'ORDER BY "{time_column}"').write_parquet(str(dest), partition_by=[PARTITION],
                                                          compression=compression)
     else:
         # An empty relation still gets a file: its schema is what a reader registers.
-        con.sql(f'SELECT {", ".join(exprs)} FROM "{table}"').write_parquet(
+        con.sql(f'SELECT {", ".join(exprs)} FROM {source}').write_parquet(
             str(dest / "data_0.parquet"), compression=compression)
+    return rows, manifest_entry(table, columns, staging, rows, bool(rows and time_column), con)
+
+
+def manifest_entry(table: str, columns: list[tuple[str, str]], staging: Path, rows: int, partitioned: bool,
+                   con: duckdb.DuckDBPyConnection | None = None) -> dict:
+    """The manifest's entry of ``table``, whose files are written in ``staging / table``.
+
+    ``columns``: its ``(name, DuckDB type)`` pairs; ``partitioned``: its files are
+    in ``day=`` folders (by :data:`PARTITIONED_BY`'s column).
+    """
     kind = load_queries().get(table)
-    partition = PARTITION if rows and time_column else None
-    entry = {
+    return {
         "rows": rows,
         "columns": [[c, t] for c, t in columns],
-        "json_columns": json_columns,
-        "partition": partition,
-        "time_column": time_column,
+        "json_columns": [c for c, t in columns if t == "JSON"],
+        "partition": PARTITION if partitioned else None,
+        "time_column": PARTITIONED_BY.get(table),
         "kind": "materialized" if kind is not None and kind.kind == "table" else "table",
         "what": WHAT.get(table, ""),
         # Every file, so a reader can tell the lake is the one exported (analyzer.store.lake_files).
-        "files": describe_files(staging, table, bool(partition), con),
+        "files": describe_files(staging, table, partitioned, con),
     }
-    return rows, entry
 
 
-def _manifest_of(out: Path) -> dict | None:
+def manifest_of(out: Path) -> dict | None:
     """The lake manifest in ``out`` (of any schema: a re-export replaces an older lake), or None if there is none.
 
     Its relation names are checked plain names: they are the folders a re-export
@@ -256,6 +278,28 @@ def _check_schema(con: duckdb.DuckDBPyConnection) -> None:
                             "run `analyze --db DB` once to upgrade it, then export", ExitCode.USAGE, param="db")
 
 
+def check_out_dir(out_dir: str | Path, param: str = "out_dir") -> Path:
+    """``out_dir`` as an absolute path, once it is known to be a lake, an empty folder or nothing yet.
+
+    Raises:
+        AnalyzerError: (usage, ``param``) a file, a folder with other content, or a
+            manifest this analyzer will not replace.
+    """
+    out = Path(out_dir).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise AnalyzerError(f"{param} {out}: exists and is not a directory", ExitCode.USAGE, param=param)
+    old = manifest_of(out) if out.is_dir() else None
+    if out.is_dir() and old is None and any(not _ours(e) for e in out.iterdir()):
+        raise AnalyzerError(f"{param} {out}: not empty and not a lake (no {MANIFEST}); "
+                            "give a new or empty folder", ExitCode.USAGE, param=param)
+    return out
+
+
+def new_staging(out: Path) -> Path:
+    """A new staging folder in the lake ``out`` (its own filesystem: each swap is a rename; hidden: no reader lists it)."""
+    return out / f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}"
+
+
 def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compression: str = "zstd") -> LakeReport:
     """Write every relation a question reads to ``out_dir`` as a Parquet lake with a manifest.
 
@@ -271,20 +315,13 @@ def export_lake(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, compress
     """
     check_lake_path(out_dir, "out_dir")
     _check_schema(con)
-    out = Path(out_dir).expanduser().resolve()
-    if out.exists() and not out.is_dir():
-        raise AnalyzerError(f"out_dir {out}: exists and is not a directory", ExitCode.USAGE, param="out_dir")
-    old = _manifest_of(out) if out.is_dir() else None
-    if out.is_dir() and old is None and any(not _ours(e) for e in out.iterdir()):
-        raise AnalyzerError(f"out_dir {out}: not empty and not a lake (no {MANIFEST}); "
-                            "give a new or empty folder", ExitCode.USAGE, param="out_dir")
+    out = check_out_dir(out_dir)
     tables = lake_tables(con)
     report = LakeReport(path=str(out))
     try:
         with export_lock(out):
-            old = _manifest_of(out)  # again, under the lock: another export may have ended meanwhile
-            # Staged inside the lake (its own filesystem: each swap is a rename), hidden: no reader lists it.
-            staging = out / f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}"
+            old = manifest_of(out)  # again, under the lock: another export may have ended meanwhile
+            staging = new_staging(out)
             try:
                 _export_into(con, out, staging, tables, old, report, compression)
             finally:
@@ -301,16 +338,29 @@ def _export_into(con: duckdb.DuckDBPyConnection, out: Path, staging: Path, table
         rows, entries[table] = _write_table(con, table, staging, compression)
         report.tables[table] = rows
     first, last = con.execute("SELECT min(ts), max(ts) FROM records").fetchall()[0]
-    schema = schema_name()  # the database's: _check_schema made sure
+    swap_lake_in(out, staging, entries, old, (first, last), report)
+
+
+def swap_lake_in(out: Path, staging: Path, entries: dict[str, dict], old: dict | None,
+                 time_range: tuple, report: LakeReport) -> None:
+    """Put each relation's folder staged in ``staging`` in its place in ``out``, then the manifest.
+
+    ``entries``: each relation's manifest entry (:func:`manifest_entry`); ``old``:
+    the manifest replaced (its relations no longer written are removed);
+    ``time_range``: the records' first and last time. The manifest is written last:
+    it is what tells a reader the lake is complete. The lake's schema is this
+    analyzer's (the export checked the database's; a build writes this analyzer's).
+    """
+    schema = schema_name()
     trash = staging / ".replaced"
     trash.mkdir()
-    for table in tables:
-        dest = out / table
-        swap_in(staging / table, dest, trash=trash)
+    for table in entries:
+        swap_in(staging / table, out / table, trash=trash)
         report.files += len(entries[table]["files"])
-    for table in sorted(set((old or {}).get("tables", {})) - set(tables)):
+    for table in sorted(set((old or {}).get("tables", {})) - set(entries)):
         shutil.rmtree(out / table, ignore_errors=True)
         report.removed.append(table)
+    first, last = time_range
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -38,7 +38,9 @@ def _short_float(v: float) -> str:
     return repr(float(f"{v:.6g}"))
 
 
-def _json_value(v: Any) -> Any:
+def json_value(v: Any) -> Any:
+    """A value as the JSON format writes it: a float rounded (none when not finite), a DECIMAL an int when
+    whole, else a float, times as ISO text, maps and lists with their values so."""
     if isinstance(v, float):
         return _round_float(v) if math.isfinite(v) else None
     if isinstance(v, Decimal):
@@ -50,9 +52,9 @@ def _json_value(v: Any) -> Any:
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v).hex()
     if isinstance(v, dict):
-        return {str(k): _json_value(x) for k, x in v.items()}
+        return {str(k): json_value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
+        return [json_value(x) for x in v]
     if v is None or isinstance(v, (bool, int, str)):
         return v
     return str(v)  # UUID, and anything else DuckDB may hand back
@@ -64,8 +66,8 @@ def _text(v: Any) -> str:
     if isinstance(v, (datetime, date, time)):
         return _iso(v)
     if isinstance(v, (dict, list, tuple)):
-        return _json_dumps(_json_value(v))
-    return str(_json_value(v))
+        return _json_dumps(json_value(v))
+    return str(json_value(v))
 
 
 def write_csv(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> int:
@@ -103,7 +105,7 @@ def write_json(columns: Sequence[str], rows: Iterable[tuple], out: IO[str]) -> i
     out.write("[")
     for row in rows:
         out.write(",\n " if n else "\n ")
-        out.write(_json_dumps({c: _json_value(v) for c, v in zip(columns, row)}))
+        out.write(_json_dumps({c: json_value(v) for c, v in zip(columns, row)}))
         n += 1
     out.write("\n]\n" if n else "]\n")
     return n

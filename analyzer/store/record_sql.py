@@ -177,8 +177,8 @@ HOT_COLUMNS = """
    .replace("{blank}(coalesce(j.reasoning_content, j.reasoning_content_preview))",
             blank_sql("coalesce(j.reasoning_content, j.reasoning_content_preview)"))
 
-# Words that mark a free-text stdout line as data (see proxy_events).
-_EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",
+#: Words that mark a free-text stdout line as data (see proxy_events).
+EVENT_WORDS = ("Slow completion", "Normalized", "Log buffer exceeded", "S3 flush failed",
                 "Logging imbalance", "log_response", "log_request")
 
 def _judged(source: str) -> str:
@@ -253,7 +253,7 @@ CREATE OR REPLACE TEMP TABLE rest AS
 SELECT file_id, line_no, verdict,
        {_POD_OF_PREFIX} AS proxy_pod,
        CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
-       CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in _EVENT_WORDS)})
+       CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in EVENT_WORDS)})
             THEN left(line, 2000) END AS event_line,
        CASE WHEN verdict = '{MALFORMED}' AND regexp_matches(line, '{SURROGATE_ESCAPE_RE}') THEN line END AS mend_line
 FROM judged

@@ -14,8 +14,10 @@ attempts, and a LiteLLM call whose fallback answered after its first attempt fai
 view and materialized table runs on DuckDB (the database) and on Spark local (the
 lake, the views and tables recomputed by Spark) with two parameter sets: every
 declared parameter NULL, and every one bound. Rows are compared sorted, floats
-within 1e-9 relative, times exactly. A new DuckDB-only construct in a question
-fails here.
+within 1e-9 relative, times exactly, and every value and column as the JSON
+format prints it: of the same JSON type (an integral DOUBLE prints ``14.0`` on
+both engines, a BIGINT ``14``; :func:`json_kind` of each column's type). A new
+DuckDB-only construct in a question fails here.
 
 ``pytest -s`` prints the figures (questions equal / total, seconds on each engine);
 they are also written to ``spark-gate.txt`` in the test's temporary folder.
@@ -25,8 +27,10 @@ set) a missing engine is a failure, not a skip.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import re
 import time
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -42,11 +46,13 @@ from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
 from analyzer.online import LadderSettings, log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
-from analyzer.questions.spark import local_session, question_frame, register_lake, run_question  # noqa: E402
+from analyzer.outputs.rows import json_value, write_json  # noqa: E402
+from analyzer.questions.spark import local_session, question_frame, register_lake, to_spark_sql  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
 from analyzer.store.asking import execute  # noqa: E402
 from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
+from analyzer.store.lake import open_lake  # noqa: E402
 from tests.support import litellm as L  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
@@ -259,18 +265,44 @@ def build_gate_db(path: Path) -> Path:
 
 
 def _plain(v):
-    """A value both engines give alike: Decimal as int or float, MAP/struct as sorted items."""
+    """A value as `analyze sql -f json` prints it (:func:`analyzer.outputs.rows.json_value`): a DECIMAL
+    as an int when whole, else a float; MAP/struct as sorted items."""
     if isinstance(v, Decimal):
-        return int(v) if v == v.to_integral_value() else float(v)
+        return json_value(v)
     if isinstance(v, dict):
         return tuple(sorted((str(k), _plain(x)) for k, x in v.items()))
     if isinstance(v, (list, tuple)):
         return tuple(_plain(x) for x in v)
-    if isinstance(v, bool) or v is None:
-        return v
-    if isinstance(v, int):
-        return v
     return v
+
+
+_DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
+_NUMBER_KINDS = {"DOUBLE": "float", "FLOAT": "float", "REAL": "float",
+                 **dict.fromkeys(("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT",
+                                  "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "LONG", "SHORT", "BYTE"), "int")}
+
+
+def json_kind(type_text: str) -> str:
+    """What a column of this type prints as in JSON, on either engine (DuckDB's type or Spark's simpleString).
+
+    ``float`` (DOUBLE: ``14.0``), ``int`` (the integers and DECIMAL(p, 0): ``14``),
+    ``decimal`` (DECIMAL(p, s): ``14`` when whole, else ``14.5``), and the others by name
+    (text, bool, time, date, map<...>).
+    """
+    t = type_text.strip().upper()
+    if t.startswith("MAP"):
+        inner = t[t.index("(" if "(" in t else "<") + 1:-1]
+        key, _, value = inner.partition(",")
+        return f"map<{json_kind(key)},{json_kind(value)}>"
+    if t.endswith("[]") or t.startswith("ARRAY<"):
+        return f"list<{json_kind(t[:-2] if t.endswith('[]') else t[6:-1])}>"
+    m = _DECIMAL.fullmatch(t)
+    if m:
+        return "int" if m.group(2) == "0" else "decimal"
+    if t in _NUMBER_KINDS:
+        return _NUMBER_KINDS[t]
+    return {"VARCHAR": "text", "STRING": "text", "JSON": "text", "BOOLEAN": "bool", "TIMESTAMP": "time",
+            "TIMESTAMP_NTZ": "time", "DATE": "date"}.get(t, t.lower())
 
 
 def _sort_key(row: tuple) -> str:
@@ -278,23 +310,26 @@ def _sort_key(row: tuple) -> str:
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None or isinstance(a, (str, bool)) or isinstance(b, (str, bool)):
-            return False
-        a, b = float(a), float(b)
+    """The same JSON value: of the same JSON type (``14`` is not ``14.0``), floats within 1e-9 relative."""
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a is b or (a == b and type(a) is type(b))
+    if isinstance(a, float) and isinstance(b, float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
         return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b and type(a) is type(b) or (isinstance(a, int) and isinstance(b, int) and a == b)
+    return type(a) is type(b) and a == b
 
 
-def _difference(duck: tuple[list, list], spark: tuple[list, list]) -> str | None:
-    """None when the answers are the same, else what differs first."""
-    (dcols, drows), (scols, srows) = duck, spark
+def _difference(duck: tuple[list, list, list], spark: tuple[list, list, list]) -> str | None:
+    """None when the answers are the same (columns, their JSON types, rows), else what differs first."""
+    (dcols, drows, dkinds), (scols, srows, skinds) = duck, spark
     if dcols != scols:
         return f"columns differ: DuckDB {dcols}, Spark {scols}"
+    kinds = [(c, d, s) for c, d, s in zip(dcols, dkinds, skinds) if d != s]
+    if kinds:
+        return "columns print as other JSON types: " + ", ".join(f"{c} (DuckDB {d}, Spark {s})" for c, d, s in kinds)
     if len(drows) != len(srows):
         return f"{len(drows)} rows on DuckDB, {len(srows)} on Spark"
     for x, y in zip(sorted(drows, key=_sort_key), sorted(srows, key=_sort_key)):
@@ -308,20 +343,17 @@ def _params(name: str, param_set: str) -> dict:
     return {p: BOUND[p] for p in declared} if param_set == "bound" else {}
 
 
-def _on_duckdb(con, name: str, params: dict) -> tuple[list, list]:
+def _on_duckdb(con, name: str, params: dict) -> tuple[list, list, list]:
     cur = execute(con, name, params)
     cols = [d[0] for d in cur.description]
-    return cols, [tuple(_plain(v) for v in r) for r in cur.fetchall()]
+    kinds = [json_kind(str(d[1])) for d in cur.description]
+    return cols, [tuple(_plain(v) for v in r) for r in cur.fetchall()], kinds
 
 
-def _on_spark(spark, name: str, params: dict) -> tuple[list, list]:
-    rows = run_question(spark, name, **params)
-    df_cols = list(rows[0].keys()) if rows else _spark_columns(spark, name, params)
-    return df_cols, [tuple(_plain(r[c]) for c in df_cols) for r in rows]
-
-
-def _spark_columns(spark, name, params) -> list:
-    return question_frame(spark, name, **params).columns
+def _on_spark(spark, name: str, params: dict) -> tuple[list, list, list]:
+    df = question_frame(spark, name, **params)
+    kinds = [json_kind(f.dataType.simpleString()) for f in df.schema.fields]
+    return df.columns, [tuple(_plain(v) for v in r) for r in df.collect()], kinds
 
 
 # ---------------------------------------------------------------------------
@@ -356,11 +388,19 @@ def gate(tmp_path_factory):
                 except Exception as exc:  # every question runs; the test of each says what failed
                     errors[(n, s)] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         spark_s = time.perf_counter() - started
+        df = spark.sql(to_spark_sql(NUMBERS_SQL))
+        numbers_on_spark = _json(df.columns, [tuple(r) for r in df.collect()])
     finally:
         spark.stop()
+    lake = open_lake(tmp / "lake")
+    try:
+        cur = execute(lake, NUMBERS_SQL, {})
+        numbers_on_duckdb = _json([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        lake.close()
     equal = sum(1 for k in duck if k in answers and _difference(duck[k], answers[k]) is None
                 or (k[0] in SAMPLES and k in answers and _sample_ok(duck, answers, k) is None))
-    empty = sorted(k for k, (_, rows) in duck.items() if not rows)
+    empty = sorted(k for k, (_, rows, _) in duck.items() if not rows)
     figures = (
         f"spark gate: {equal} / {len(duck)} answers equal ({len(RUNNABLE)} questions, views and tables x "
         f"{len(PARAM_SETS)} parameter sets; {len(hand_written())} hand-written Spark versions)\n"
@@ -370,14 +410,37 @@ def gate(tmp_path_factory):
         f"  empty on DuckDB: {', '.join(f'{n} ({s})' for n, s in empty) or 'none'}\n")
     (tmp / "spark-gate.txt").write_text(figures, encoding="utf-8")
     print("\n" + figures)
-    return duck, answers, errors
+    return duck, answers, errors, (numbers_on_duckdb, numbers_on_spark)
+
+
+#: Divisions by a number with a point, ceil and floor: Spark alone would give a DECIMAL and a BIGINT
+#: (`14` where DuckDB prints `14.0`); the translation makes each a DOUBLE, as on DuckDB. A product
+#: with a number with a point stays a DECIMAL on both (printed as an integer when whole, on both).
+NUMBERS_SQL = ("SELECT count(*) / 60.0 AS per_minute, round(count(*) / 2.0, 1) AS halves, "
+               "ceil(count(*) / 4) AS quarters, floor(avg(latency_ms)) AS floor_ms, count(*) * 1.5 AS scaled "
+               "FROM turns")
+
+
+def _json(columns, rows) -> str:
+    """Rows as `analyze sql -f json` prints them."""
+    out = io.StringIO()
+    write_json(columns, rows, out)
+    return out.getvalue()
+
+
+def test_numbers_print_as_the_same_json_types(gate):
+    on_duckdb, on_spark = gate[3]
+    assert on_spark == on_duckdb
+    assert [type(v) for v in json.loads(on_duckdb)[0].values()][:4] == [float, float, float, float]
 
 
 def _sample_ok(duck, answers, key) -> str | None:
     name, param_set = key
-    _, rows = answers[key]
-    _, all_rows = duck[(name, "null")]
-    _, drawn = duck[key]
+    _, rows, kinds = answers[key]
+    _, all_rows, _ = duck[(name, "null")]
+    _, drawn, drawn_kinds = duck[key]
+    if kinds != drawn_kinds:
+        return f"columns print as other JSON types: DuckDB {drawn_kinds}, Spark {kinds}"
     if len(rows) != len(drawn):
         return f"{len(rows)} rows on Spark, {len(drawn)} on DuckDB"
     missing = [r for r in rows if not any(_same(r, x) for x in all_rows)]
@@ -387,7 +450,7 @@ def _sample_ok(duck, answers, key) -> str | None:
 @pytest.mark.parametrize("param_set", PARAM_SETS)
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_same_answer_on_spark_as_on_duckdb(gate, name, param_set):
-    duck, answers, errors = gate
+    duck, answers, errors, _ = gate
     key = (name, param_set)
     assert key not in errors, f"{name} ({param_set} parameters) failed on Spark: {errors[key]}"
     if name in SAMPLES and param_set == "bound":
@@ -400,8 +463,8 @@ def test_same_answer_on_spark_as_on_duckdb(gate, name, param_set):
 @pytest.mark.parametrize("param_set", PARAM_SETS)
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_the_fixture_gives_every_question_an_answer(gate, name, param_set):
-    duck, _, _ = gate
-    _, rows = duck[(name, param_set)]
+    duck = gate[0]
+    _, rows, _ = duck[(name, param_set)]
     if (name, param_set) in EMPTY_BY_DESIGN:
         assert not rows, f"{name} ({param_set}) was listed as empty by design: {EMPTY_BY_DESIGN[(name, param_set)]}"
     else:

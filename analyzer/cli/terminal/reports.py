@@ -1,17 +1,18 @@
-"""What ``analyze export``, ``analyze forget`` and ``analyze alerts`` say they did."""
+"""What ``analyze export``, ``analyze lake build``, ``analyze forget`` and ``analyze alerts`` say they did."""
 
 from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING
 
-from analyzer.cli.terminal import safe_text
+from analyzer.cli.terminal import safe_text, warn
 from analyzer.core.paths import shown_path
 from analyzer.core.safetext import terminal_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from analyzer.jobs.alerts import AlertsWritten
     from analyzer.jobs.forget import ForgetReport
+    from analyzer.jobs.lake_build import LakeBuildOptions, LakeBuildReport
     from analyzer.outputs.lake import LakeReport
 
 
@@ -20,6 +21,28 @@ def print_lake_report(report: "LakeReport") -> None:
     removed = f", removed {safe_text(', '.join(report.removed))}" if report.removed else ""
     print(f"exported {report.rows:,} rows of {len(report.tables)} relations ({report.files} Parquet files) "
           f"to {safe_text(report.path)}{removed}")
+
+
+def announce_lake_build(opts: "LakeBuildOptions") -> None:
+    """On a terminal (stderr), that the build starts and where: a JVM's start takes seconds."""
+    if sys.stderr.isatty():
+        where = opts.master or "local, or what spark-submit gave"
+        print(f"building the lake {safe_text(opts.lake)} on Spark ({safe_text(where)}) ...", file=sys.stderr)
+
+
+def print_lake_build_report(report: "LakeBuildReport") -> None:
+    """What a lake build wrote: the lake's rows and files, the days of records written, what was skipped."""
+    lake = report.lake
+    days = report.days_written
+    span = f" ({days[0]} .. {days[-1]})" if days else ""
+    print(f"built {terminal_text(shown_path(lake['path']))} on Spark ({safe_text(report.master)}) in {report.seconds:.0f} s: "
+          f"{lake['rows']:,} rows of {len(lake['tables'])} relations ({lake['files']} Parquet files)")
+    print(f"  {report.files_read:,} log files read; records of {len(days)} day(s) written{span}, "
+          f"{lake['tables'].get('records', 0):,} records and {lake['tables'].get('turns', 0):,} turns in the lake")
+    for s in report.skipped_files:
+        warn(f"skipped {s['path']}: {s['reason']}")
+    for w in report.warnings:
+        warn(w)
 
 
 def print_forget_report(report: "ForgetReport") -> None:

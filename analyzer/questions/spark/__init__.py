@@ -26,14 +26,16 @@ pyspark is not a dependency of the analyzer: install the ``spark`` extra
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from analyzer.questions.spark.lake import lake_relations, question_frame, register_lake, run_question
 from analyzer.questions.spark.lockdown import LOCKED_CONF, lock_down
 from analyzer.questions.spark.sql import UnsupportedConstruct, relations_read, spark_sql, to_spark_sql, transpile
 
-__all__ = ["UnsupportedConstruct", "lake_relations", "local_session", "lock_down", "question_frame",
-           "register_lake", "relations_read", "run_question", "spark_sql", "to_spark_sql", "transpile"]
+__all__ = ["UnsupportedConstruct", "cluster_session", "lake_relations", "local_session", "lock_down",
+           "question_frame", "register_lake", "relations_read", "run_question", "spark_sql", "to_spark_sql",
+           "transpile"]
 
 
 def local_session(app_name: str = "analyzer", master: str = "local[1]"):
@@ -44,6 +46,30 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     files is off (:data:`analyzer.questions.spark.lockdown.LOCKED_CONF`): a question
     reads registered relations only.
     """
+    return _session(app_name, master, {"spark.sql.shuffle.partitions": "1"})
+
+
+def cluster_session(master: str | None = None, app_name: str = "analyzer", conf: dict[str, str] | None = None):
+    """A SparkSession on ``master`` set up as :func:`local_session` sets one up, for work that is spread.
+
+    ``master``: a cluster's URL (``spark://host:7077``, ``yarn``, ``k8s://...``) or
+    ``local[N]``; None under ``spark-submit`` takes the one it was given (else
+    ``local[*]``). ``conf``: Spark settings, applied last (``spark.pyspark.python``
+    names the executors' Python, as spark-submit's ``--conf`` does). A shuffle
+    spreads over twice the cores Spark has, unless ``conf`` says otherwise.
+    """
+    conf = dict(conf or {})
+    if "spark.pyspark.python" in conf:  # read from the environment when the context starts, as spark-submit sets it
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        master = "local[*]"
+    spark = _session(app_name, master, conf)
+    if "spark.sql.shuffle.partitions" not in conf:
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
+    return spark
+
+
+def _session(app_name: str, master: str | None, conf: dict[str, str]):
     import getpass
     import tempfile
 
@@ -52,23 +78,25 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     builder = SparkSession.builder
     for key, value in LOCKED_CONF.items():
         builder = builder.config(key, value)
-    spark = (
-        builder.master(master)
-        .appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    builder = (
+        builder.appName(app_name)
         # Only temp views are made, but Spark creates its warehouse folder anyway: in the
         # temp folder, not as ./spark-warehouse wherever `analyze sql` ran.
         .config("spark.sql.warehouse.dir",
                 str(Path(tempfile.gettempdir()) / f"analyzer-spark-warehouse-{getpass.getuser()}"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.timestampType", "TIMESTAMP_NTZ")
         # Adaptive execution re-plans each stage as it runs: worth it on a cluster's
         # big joins, pure overhead on one machine's small lake.
         .config("spark.sql.adaptive.enabled", "false")
-        .getOrCreate()
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -52,21 +52,10 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
         LakeError: files or rows that differ from the manifest's, named by relation.
     """
     lake = str(lake_dir)
-    check_lake_path(lake)  # Hadoop reads * ? [ ] { } in a path as a pattern, as DuckDB does
-    local = "://" not in lake
-    doc = read_manifest(lake) if local else _remote_manifest(spark, lake)
+    doc, frames = lake_frames(spark, lake)
     made: dict[str, str] = {}
     relations = catalog_relations()
-    for table, entry in doc["tables"].items():
-        columns = [c for c, _type in entry["columns"]]
-        path = str(Path(lake).expanduser().resolve() / table) if local else f"{lake.rstrip('/')}/{table}"
-        files = verify_relation(lake, table, entry) if local else [path]
-        reader = spark.read.option("basePath", path) if entry.get("partition") else spark.read
-        df = reader.parquet(*files)
-        if not local:
-            _check_remote(lake, table, entry, df)
-        # The hive partition column is not one of the relation's: the manifest's columns are.
-        df = df.select(*[f"`{c}`" for c in columns])
+    for table, df in frames.items():
         materialized = table in relations and relations[table].kind == "table"
         name = LAKE_COPY + table if materialized and recompute else table
         df.createOrReplaceTempView(name)
@@ -90,6 +79,56 @@ def register_lake(spark, lake_dir: str | Path, *, recompute: bool = True,
         spark.sql(texts[name]).localCheckpoint(eager=True).createOrReplaceTempView(name)
         made[name] = relations[name].kind
     return made
+
+
+def lake_frames(spark, lake_dir: str | Path, *, keep_partition: bool = False) -> tuple[dict, dict]:
+    """The manifest of the lake at ``lake_dir`` and each of its relations as a DataFrame, proven first.
+
+    Each DataFrame has the manifest's columns and reads exactly the files the
+    manifest lists, checked as :func:`register_lake` says. With ``keep_partition``
+    a partitioned relation keeps its hive ``day`` column last (a DATE: a filter on
+    it reads only those days' files); else it goes.
+
+    Raises:
+        AnalyzerError, LakeError: as :func:`register_lake`.
+    """
+    lake = str(lake_dir)
+    check_lake_path(lake)  # Hadoop reads * ? [ ] { } in a path as a pattern, as DuckDB does
+    local = "://" not in lake
+    doc = read_manifest(lake) if local else _remote_manifest(spark, lake)
+    frames = {}
+    for table, entry in doc["tables"].items():
+        columns = [c for c, _type in entry["columns"]]
+        path = str(Path(lake).expanduser().resolve() / table) if local else f"{lake.rstrip('/')}/{table}"
+        files = verify_relation(lake, table, entry) if local else [path]
+        reader = spark.read.option("basePath", path) if entry.get("partition") else spark.read
+        df = reader.parquet(*files)
+        if not local:
+            _check_remote(lake, table, entry, df)
+        # The hive partition column is not one of the relation's: the manifest's columns are.
+        kept = [entry["partition"]] if keep_partition and entry.get("partition") else []
+        frames[table] = df.select(*[f"`{c}`" for c in columns + kept])
+    return doc, frames
+
+
+#: DuckDB's types of the lake's columns, as Spark's (JSON is text in the lake).
+SPARK_TYPES = {"VARCHAR": "string", "JSON": "string", "INTEGER": "int", "BIGINT": "bigint", "DOUBLE": "double",
+               "BOOLEAN": "boolean", "TIMESTAMP": "timestamp_ntz", "DATE": "date", "VARCHAR[]": "array<string>"}
+
+
+def spark_schema(columns: Iterable[tuple[str, str] | list[str]]) -> str:
+    """A relation's ``(column, DuckDB type)`` pairs (a manifest's, :func:`analyzer.store.lake.lake_schema`'s)
+    as a Spark DDL schema.
+
+    Raises:
+        ValueError: a type the lake does not hold.
+    """
+    parts = []
+    for name, typ in columns:
+        if typ not in SPARK_TYPES:
+            raise ValueError(f"column {name}: no Spark type for DuckDB's {typ}")
+        parts.append(f"`{name}` {SPARK_TYPES[typ]}")
+    return ", ".join(parts)
 
 
 def _check_remote(lake: str, table: str, entry: dict, df) -> None:

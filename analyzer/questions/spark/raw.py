@@ -40,7 +40,7 @@ from analyzer.io.sources import discover_inputs, is_stdin
 from analyzer.questions.spark import raw_labels
 from analyzer.questions.spark.raw_lines import LINES_DDL, LINE, LONG_LINE, NOTE, SKIPPED, file_lines
 from analyzer.questions.spark.raw_records import collapse, judge, quarantined, typed
-from analyzer.questions.spark.raw_windows import pod_windows
+from analyzer.questions.spark.raw_windows import Windows, pod_windows
 from analyzer.questions.spark.sql import catalog_relations, spark_sql
 
 # A URI Spark lists itself (s3a://, hdfs://, abfss://, gs://, dbfs:/, file:/): the
@@ -55,7 +55,7 @@ class RawLogs:
 
     ``files`` is ``file_id, path, form`` (``file_id`` is the file's place in the
     input: the key ``records.file_id`` and ``quarantine.file_id`` hold).
-    :attr:`skipped` and :attr:`notes` are ``{"path", "reason"}`` /
+    :attr:`skipped` and :attr:`notes` are ``{"path", "reason", "size", "mtime"}`` /
     ``{"path", "note"}`` as the ingest reports them. ``lines`` (the numbered
     lines read) may be kept in Spark's storage: call :meth:`unpersist` when done.
     """
@@ -66,11 +66,16 @@ class RawLogs:
     lines: DataFrame
     found_skipped: list[dict] = field(default_factory=list)  # by discovery, before any file was read
     found_notes: list[dict] = field(default_factory=list)
+    #: every line judged (:func:`.raw_records.judge`), and every copy of every record before the
+    #: copies collapse (a lake build collapses them with the lake's records, :mod:`.raw_lake`)
+    judged: DataFrame | None = None
+    every_copy: DataFrame | None = None
 
     @cached_property
     def skipped(self) -> list[dict]:
         """Files that could not be read as logs, with the reason (reads the files, once)."""
-        return self.found_skipped + [{"path": r.path, "reason": r.detail} for r in self._said if r.kind == SKIPPED]
+        return self.found_skipped + [{"path": r.path, "reason": r.detail, "size": r.size_bytes, "mtime": r.mtime}
+                                     for r in self._said if r.kind == SKIPPED]
 
     @cached_property
     def notes(self) -> list[dict]:
@@ -80,7 +85,8 @@ class RawLogs:
     @cached_property
     def _said(self) -> list:
         """The readers' word on whole files: skipped (with why) or passed over."""
-        return self.lines.where(F.col("kind").isin(SKIPPED, NOTE)).select("kind", "path", "detail").collect()
+        return (self.lines.where(F.col("kind").isin(SKIPPED, NOTE))
+                .select("kind", "path", "detail", "size_bytes", "mtime").collect())
 
     def unpersist(self) -> None:
         """Free the lines kept in Spark's storage."""
@@ -123,20 +129,23 @@ def read_raw(spark: SparkSession, paths: list[str], *, persist: bool = True) -> 
         rdds.append(sc.parallelize(list(enumerate(files)), slices).flatMap(file_lines))
     if remote:
         listed = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(remote)
-                  .select("path", "content").rdd.sortBy(lambda r: r[0]).zipWithIndex())
+                  .select("path", "content", F.col("modificationTime").cast("double").alias("mtime"))
+                  .rdd.sortBy(lambda r: r[0]).zipWithIndex())
         start = len(files)
-        rdds.append(listed.map(lambda ri: (start + ri[1], ri[0][0], bytes(ri[0][1]))).flatMap(file_lines))
+        rdds.append(listed.map(lambda ri: (start + ri[1], ri[0][0], bytes(ri[0][1]), ri[0][2])).flatMap(file_lines))
     rdd = rdds[0] if len(rdds) == 1 else sc.union(rdds) if rdds else sc.emptyRDD()
     lines = spark.createDataFrame(rdd, LINES_DDL)
     if persist:
         lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
     judged = judge(lines)
-    records = collapse(typed(judged))
+    every_copy = typed(judged)
+    records = collapse(every_copy)
     quarantine = quarantined(lines, judged)
     file_rows = (lines.where(F.col("kind").isin(LINE, LONG_LINE))
                  .groupBy(F.col("file_index").alias("file_id"), "path").agg(F.max("form").alias("form")))
     return RawLogs(records, quarantine, file_rows, lines,
-                   list(found.skipped) if found else [], list(found.notes) if found else [])
+                   list(found.skipped) if found else [], list(found.notes) if found else [],
+                   judged=judged, every_copy=every_copy)
 
 
 def read_records(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -165,11 +174,13 @@ class Classified:
     pod_windows: DataFrame
     #: what the wedge rule warned of (coarse samples, pods without a model, ...)
     warnings: list[str] = field(default_factory=list)
+    #: the windows with the metric relations they were computed from (:class:`.raw_windows.Windows`)
+    windows: Windows | None = None
 
 
 def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None = None, *,
              wedge_window: str | float = "5m", model_map: dict[str, str] | None = None,
-             caller_deadline_s: float | None = None) -> Classified:
+             caller_deadline_s: float | None = None, stored_metrics: dict | None = None) -> Classified:
     """Turn features, labels and turns from ``records`` (DuckDB's ``records``, as :func:`read_raw` reads it).
 
     As :func:`analyzer.classification.turns.refresh_turns` builds them:
@@ -178,7 +189,8 @@ def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None 
     then ``queries/turns.sql`` with the labels, the class labels, the model map
     and the pod windows of ``metrics`` (files, as ``--metrics`` takes them).
     ``model_map``, ``wedge_window`` and ``caller_deadline_s`` are the main job's
-    ``--model-map``, ``--wedge-window`` and ``--caller-deadline``.
+    ``--model-map``, ``--wedge-window`` and ``--caller-deadline``; ``stored_metrics``
+    the metric relations stored before (:func:`.raw_windows.pod_windows`).
 
     Registers the relations as temp views of ``spark`` (see :class:`Classified`);
     pass ``spark.newSession()`` (to this and to :func:`read_raw`) to keep them
@@ -192,14 +204,15 @@ def classify(spark: SparkSession, records: DataFrame, metrics: list[str] | None 
     _view(raw_labels.settings(spark, caller_deadline_s), "settings")
     _view(raw_labels.class_labels(spark), "class_labels")
     _view(raw_labels.model_map(spark, model_map), "model_map")
-    windows = pod_windows(spark, records, metrics, wedge_window=wedge_window, model_map=model_map)
+    windows = pod_windows(spark, records, metrics, wedge_window=wedge_window, model_map=model_map,
+                          stored=stored_metrics)
     _view(windows.pod_windows, "pod_windows")
     relations = catalog_relations()
     features = _view(spark.sql(spark_sql(relations["turn_features"])).cache(), "turn_features")
     labels = _view(raw_labels.feature_labels(spark, features), "feature_labels")
     # Cached, as DuckDB materializes `turns`: the questions over it do not recompute it.
     turns = _view(spark.sql(spark_sql(relations["turns"])).cache(), "turns")
-    return Classified(turns, features, labels, kinds, windows.pod_windows, windows.warnings)
+    return Classified(turns, features, labels, kinds, windows.pod_windows, windows.warnings, windows)
 
 
 def classify_raw(spark: SparkSession, paths: list[str], metrics: list[str] | None = None, **options) -> DataFrame:

@@ -116,7 +116,7 @@ def _leak(c: Column) -> Column:
         c.rlike(f"^{blank}*{THINK_OPEN}") | ((close > 0) & ((opened == 0) | (close < opened))))
 
 
-def _pod_of_prefix(line: Column, pfx: Column, file_pod: Column) -> Column:
+def pod_of_prefix(line: Column, pfx: Column, file_pod: Column) -> Column:
     """record_sql's ``_POD_OF_PREFIX``: the pod a multi-pod prefix names (kubectl's, else stern's),
     else the record's own replica hint (a LiteLLM payload's deployment), else the file's."""
     named = F.coalesce(F.nullif(F.regexp_extract(line, STDOUT_PREFIX_RE, 1), F.lit("")),
@@ -207,7 +207,7 @@ def typed(judged: DataFrame) -> DataFrame:
         "truncated": (F.col("pfx") != "") & (F.col("candidate").contains("…(+")
                                              | F.col("candidate").contains("\\u2026(+")),
         "file_id": F.col("file_index"), "line_no": F.col("line_no"), "raw": F.col("candidate"),
-        "proxy_pod": _pod_of_prefix(F.col("line"), F.col("pfx"), F.col("file_pod")),
+        "proxy_pod": pod_of_prefix(F.col("line"), F.col("pfx"), F.col("file_pod")),
         "ingest_batch": F.lit(None),
         "reasoning_tokens": _int("j.tokens.completion_tokens_details.reasoning_tokens", "BIGINT"),
         "content_blank": F.when(content.isNotNull(), _blank(content)).when(preview.isNotNull(), _blank(preview)),

@@ -27,31 +27,51 @@ from analyzer.ingestion.metric_stage import store_stage
 from analyzer.ingestion.metric_store import store_model_map
 from analyzer.ingestion.metrics import stage_metric_files
 from analyzer.store.db import connect, transaction
+from analyzer.store.holdings import WEDGE_WINDOW_SETTING
 
 POD_WINDOWS_DDL = ("pod STRING, model_name STRING, kind STRING, start_ts TIMESTAMP_NTZ, end_ts TIMESTAMP_NTZ, "
                    "detail STRING, inferred BOOLEAN")
 
 
+#: The metric relations of the database the windows are computed from (on the scratch DuckDB).
+METRIC_RELATIONS = ("metric_sources", "metric_series", "metric_points", "model_map")
+
+
 @dataclass
 class Windows:
-    """The windows (``pod_windows``' rows, as a DataFrame) and what the rule warned of."""
+    """The windows (``pod_windows``' rows, as a DataFrame), what the rule warned of, and the metrics.
+
+    ``metrics`` holds the metric relations as the database would store them
+    (:data:`METRIC_RELATIONS`, Arrow tables in the driver: the ``labels`` JSON as
+    text), empty when there were none; ``wedge_window_s`` the wedge window the
+    windows were computed with (None when none were).
+    """
 
     pod_windows: DataFrame
     warnings: list[str] = field(default_factory=list)
+    metrics: dict[str, pa.Table] = field(default_factory=dict)
+    wedge_window_s: float | None = None
 
 
 def pod_windows(spark: SparkSession, records: DataFrame, metrics: list[str] | None, *,
-                wedge_window: str | float = "5m", model_map: dict[str, str] | None = None) -> Windows:
+                wedge_window: str | float = "5m", model_map: dict[str, str] | None = None,
+                stored: dict[str, pa.Table] | None = None) -> Windows:
     """``pod_windows`` from the metric files ``metrics`` and the logged requests in ``records``.
 
-    No metrics: no windows (as in a database that never loaded any).
+    ``stored``: metric relations stored before (a lake's, :data:`METRIC_RELATIONS`):
+    the files are stored on top of them as ``analyze`` stores a later load (a
+    sample already stored is not stored again, a series is found again by its
+    labels), and the windows are computed over all. No metrics, none stored and
+    no model map: no windows (as in a database that never loaded any).
     """
-    if not metrics:
+    stored = {k: v for k, v in (stored or {}).items() if v is not None and v.num_rows}
+    if not metrics and not stored and not model_map:
         return Windows(spark.createDataFrame([], POD_WINDOWS_DDL))
 
     con = connect(":memory:")
     try:
-        staged = stage_metric_files([str(m) for m in metrics])
+        _seed(con, stored)
+        staged = stage_metric_files([str(m) for m in metrics or []])
         try:
             with transaction(con):
                 store_stage(con, staged.scratch, staged.series, list(staged.sources))
@@ -86,6 +106,23 @@ def pod_windows(spark: SparkSession, records: DataFrame, metrics: list[str] | No
             result = write_windows(con, wedge_window)
         rows = con.execute("SELECT pod, model_name, kind, start_ts, end_ts, detail, inferred FROM pod_windows "
                            "ORDER BY model_name, pod, start_ts, kind").fetchall()
+        tables = {name: con.sql(f"SELECT * REPLACE (CAST(labels AS VARCHAR) AS labels) FROM {name}" if
+                                name == "metric_series" else f"SELECT * FROM {name}").to_arrow_table()
+                  for name in METRIC_RELATIONS}
+        wedge_s = float(con.execute("SELECT value FROM settings WHERE name = ?", [WEDGE_WINDOW_SETTING]).fetchall()[0][0])
     finally:
         con.close()
-    return Windows(spark.createDataFrame(rows, POD_WINDOWS_DDL), list(result.warnings))
+    return Windows(spark.createDataFrame(rows, POD_WINDOWS_DDL), list(result.warnings), tables, wedge_s)
+
+
+def _seed(con, stored: dict[str, pa.Table]) -> None:
+    """The metric relations stored before, into the scratch database (the labels back to JSON)."""
+    for name in METRIC_RELATIONS:
+        if name in stored:
+            con.register("_stored", stored[name])
+            try:
+                cols = ", ".join(f'"{c}"' for c in stored[name].column_names)
+                select = cols.replace('"labels"', 'CAST("labels" AS JSON)')
+                con.execute(f"INSERT INTO {name} ({cols}) SELECT {select} FROM _stored")
+            finally:
+                con.unregister("_stored")

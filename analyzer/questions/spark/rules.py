@@ -51,6 +51,61 @@ def _fn(node: exp.Expression, name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
+# Numbers: the types a script reads in the JSON (an integral DOUBLE prints 14.0, a BIGINT 14)
+
+
+def _decimal_literal(node: exp.Expression) -> bool:
+    """A number written with a point and no exponent (``60.0``): a DECIMAL on DuckDB and Spark alike."""
+    return isinstance(node, exp.Literal) and node.is_number and "." in node.name and "e" not in node.name.lower()
+
+
+def _holds_decimal(node: exp.Expression) -> bool:
+    """``node``'s arithmetic has a DECIMAL literal in it (``x * 1.5``; not ``f(x, 0.95)``, not a division)."""
+    if _decimal_literal(node):
+        return True
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
+        return _holds_decimal(node.this) or _holds_decimal(node.expression)
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _holds_decimal(node.this)
+    return False
+
+
+def _as_double(node: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=wrap(node), to=exp.DataType.build("DOUBLE"))
+
+
+def decimal_division(node: exp.Expression) -> exp.Expression:
+    # DuckDB's `/` divides in DOUBLE whatever its numeric operands, DECIMALs included
+    # (x / 60.0 is a DOUBLE); Spark divides a DECIMAL as a DECIMAL (a number written with
+    # a point, 60.0, is one on both), so round(x / 60.0, 1) came back as DECIMAL(23,1):
+    # `14` in the JSON where DuckDB prints `14.0`, and rounded at the DECIMAL's scale
+    # before round() saw it. An operand holding such a number is made a DOUBLE, as
+    # DuckDB makes it. (Integers divide as DOUBLEs on both.)
+    if not isinstance(node, exp.Div) or not (_holds_decimal(node.this) or _holds_decimal(node.expression)):
+        return node
+    out = node.copy()
+    for side in ("this", "expression"):
+        if _holds_decimal(node.args[side]):
+            out.set(side, _as_double(node.args[side]))
+    return out
+
+
+def ceil_floor(node: exp.Expression) -> exp.Expression:
+    # DuckDB's ceil(x) and floor(x) of a DOUBLE or an integer are DOUBLEs
+    # (ceil(quantile_cont(...)) is 14.0); Spark's are BIGINTs (14 in the JSON). Both keep a
+    # DECIMAL a DECIMAL, and which an expression holding a number with a point is
+    # depends on the columns' types, which the translation does not know: refused.
+    if not isinstance(node, (exp.Ceil, exp.Floor)):
+        return node
+    if node.args.get("decimals") is not None or node.args.get("to") is not None:
+        raise UnsupportedConstruct(f"{node.key}(x, digits)")
+    if _holds_decimal(node.this):
+        raise UnsupportedConstruct(f"{node.key}() of an expression with a DECIMAL number in it (write it as "
+                                   "a DOUBLE: 1.5::DOUBLE)")
+    return _as_double(node)
+
+
+# ---------------------------------------------------------------------------
 # Time
 
 
@@ -458,6 +513,9 @@ def cte_hints(node: exp.Expression) -> exp.Expression:
 
 #: The rules, in the order they apply (each to every node of the tree).
 RULES: tuple[Callable[[exp.Expression], exp.Expression], ...] = (
+    # First: they read the types of what the question wrote, not of what a rule writes.
+    decimal_division,
+    ceil_floor,
     cte_hints,
     star_replace,
     cast_of_unnest,

@@ -217,7 +217,7 @@ def test_cli_only_parses_and_calls_the_command_layer():
     tree = ast.parse((ROOT / "analyzer" / "cli" / "app.py").read_text(encoding="utf-8"))
     commands = [f for f in tree.body if isinstance(f, ast.FunctionDef)
                 and any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command" for d in f.decorator_list)]
-    assert len(commands) == 8  # run, sql, export, sync, report, replay, forget, alerts
+    assert len(commands) == 9  # run, sql, export, sync, report, replay, forget, alerts, lake build
     for f in commands:
         imports = [n.module for n in ast.walk(f) if isinstance(n, ast.ImportFrom)]
         assert imports and all(m.startswith(("analyzer.cli.", "analyzer.jobs")) or m == "analyzer.io.objectstore"

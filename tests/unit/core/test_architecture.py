@@ -31,6 +31,9 @@ DEFERRED = {
     "analyzer/ingestion/metric_readers.py": {"analyzer.ingestion.apistream"},
     # `analyze sql --engine spark` only: pyspark and sqlglot are the spark extra, not dependencies.
     "analyzer/jobs/sql.py": {"analyzer.questions.spark"},
+    # `analyze lake build` only: the same extra (pyspark, and the modules that import it).
+    "analyzer/jobs/lake_build.py": {"analyzer.outputs.spark_lake", "analyzer.questions.spark",
+                                    "analyzer.questions.spark.ship"},
 }
 
 
