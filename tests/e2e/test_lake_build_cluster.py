@@ -28,8 +28,6 @@ set) a missing engine is a failure, not a skip.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -38,10 +36,9 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-if not os.environ.get("CI"):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs a Java runtime", allow_module_level=True)
+from tests.support.services import need_spark  # noqa: E402
+
+need_spark(module=True)
 
 from analyzer.outputs.lake import export_lake  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
