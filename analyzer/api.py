@@ -36,15 +36,16 @@ from analyzer.core.errors import DatabaseError
 from analyzer.core.paths import default_db_path
 from analyzer.ingestion.logs import IngestReport
 from analyzer.ingestion.logs import ingest as _ingest
+from analyzer.jobs.export import ExportOptions, run_export
+from analyzer.jobs.replay import ReplayOptions, ReplayRun, run_replay
+from analyzer.jobs.report import ReportOptions, make_report
+from analyzer.outputs.lake import LakeReport
 from analyzer.questions.sqlrun import frame
 from analyzer.store.db import READ_ONLY_SETTINGS, connect_writer
 from analyzer.store.db import connect as _connect
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars
-
-    from analyzer.jobs.replay import ReplayRun
-    from analyzer.outputs.lake import LakeReport
 
 DB = Union[str, Path, duckdb.DuckDBPyConnection, None]
 
@@ -171,8 +172,6 @@ def report(db: str | Path | None = None, files: Iterable[str] = (), **options: A
     ``options`` are :class:`analyzer.jobs.report.ReportOptions`' (``week``, ``since``,
     ``until``, ``output``, ``plotly``, ``lake``).
     """
-    from analyzer.jobs.report import ReportOptions, make_report
-
     return make_report(ReportOptions(db=Path(db) if db is not None else None, files=tuple(str(f) for f in files),
                                      **options))
 
@@ -180,8 +179,6 @@ def report(db: str | Path | None = None, files: Iterable[str] = (), **options: A
 def export_lake(lake: str | Path, db: str | Path | None = None) -> "LakeReport":
     """``analyze export --lake``: write the database as a Parquet lake; return the
     :class:`analyzer.outputs.lake.LakeReport`."""
-    from analyzer.jobs.export import ExportOptions, run_export
-
     return run_export(ExportOptions(lake=lake, db=Path(db) if db is not None else None))
 
 
@@ -192,8 +189,6 @@ def replay(db: str | Path | None = None, **options: Any) -> "ReplayRun":
     ``api_key_env``, ``dry_run``, ``limit``, ``only_models``...). Returns the
     :class:`analyzer.jobs.replay.ReplayRun` (``.doc`` is what ``--json`` prints).
     """
-    from analyzer.jobs.replay import ReplayOptions, run_replay
-
     if "only_models" in options:
         options["only_models"] = tuple(options["only_models"] or ())
     return run_replay(ReplayOptions(db=Path(db) if db is not None else None, **options))

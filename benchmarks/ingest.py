@@ -530,7 +530,7 @@ class Bench:
 
         The first re-run follows the ingest of `analyze-chunks`, as a scheduler's
         does. The figure is the slowest of the three; beside it, `analyze --help`
-        alone (the interpreter and typer).
+        alone (the interpreter, typer and the commands' modules).
         """
         db = self.run / "chunks.duckdb"
         runs = [analyze([self.s3], db, self.run) for _ in range(3)]
@@ -629,7 +629,7 @@ def targets(rows: dict) -> list[dict]:
         {"target": "no-op re-run, chunks", "figure": _get(rows, "noop", "wall_s"), "unit": "s", "limit": 1.0,
          "strict": True, "note": "slowest of 3, the first just after the ingest"},
         {"target": "analyze --help", "figure": _get(rows, "noop", "startup_s"), "unit": "s", "limit": 0.3,
-         "strict": True, "note": "the interpreter and typer"},
+         "strict": True, "note": "the interpreter, typer and the commands' modules"},
         {"target": "peak RSS, every analyze run", "figure": rss[worst] if worst else None, "unit": "MB",
          "limit": GB_RSS, "note": f"worst: {worst}" if worst else ""},
         {"target": "day into 3x db / into empty db", "figure": _get(rows, "incremental", "ratio"), "unit": "x",

@@ -17,13 +17,24 @@ import typer
 
 from analyzer import __version__
 from analyzer.cli.exits import guarded
+from analyzer.cli.options import naming, param_flags, parse_param_args
+from analyzer.cli.terminal import print_json
+from analyzer.cli.terminal.progress import job_view
+from analyzer.cli.terminal.replay import show_replay
+from analyzer.cli.terminal.reports import (announce_lake_build, print_alerts_written, print_forget_report,
+                                           print_lake_build_report, print_lake_report)
+from analyzer.cli.terminal.summary import show_summary
+from analyzer.io.objectstore import sync
+from analyzer.jobs import main_job
+from analyzer.jobs.alerts import AlertOptions, write_alerts
+from analyzer.jobs.export import ExportOptions, run_export
+from analyzer.jobs.forget import ForgetOptions, run_forget
+from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
+from analyzer.jobs.replay import ReplayOptions, run_replay
+from analyzer.jobs.report import ReportOptions, make_report
+from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError, ExitCode
 
-# Each command function imports its job and printer when it runs: `analyze --help`
-# loads typer alone, and a command loads what it uses (duckdb, polars, plotly and
-# jinja2 are not all needed by every command). These are the package's only deferred
-# imports of its own modules besides analyzer.api's (the notebook's `import analyzer`)
-# and the metrics readers' httpx and numpy, each said where it stands.
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -84,10 +95,6 @@ def run_cmd(
     prometheus_timeout: str = typer.Option("60s", "--prometheus-timeout", metavar="DURATION", help="Total time one Prometheus query may take, reading included."),
 ) -> None:
     """Ingest logs, classify every turn and print the sizing of each failure class."""
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal.progress import job_view
-    from analyzer.cli.terminal.summary import show_summary
-    from analyzer.jobs import main_job
 
     with naming(**main_job.RUN_FLAGS):
         opts = main_job.RunOptions(
@@ -115,8 +122,6 @@ def sql_cmd(
     lake: Optional[str] = typer.Option(None, "--lake", metavar="DIR", help="Read a Parquet lake (analyze export --lake) instead of a database: a folder, or with --engine spark a URL."),
 ) -> None:
     """Run SQL or a query from queries/ on the database (or a lake, on DuckDB or Spark) and print a table, CSV or JSON."""
-    from analyzer.cli.options import naming, param_flags, parse_param_args
-    from analyzer.jobs.sql import run_sql
 
     # The read-only refusals' remedy (``open the database read-write``), as this command says it.
     with param_flags(), naming(write="pass --write", lake="--lake"):
@@ -131,10 +136,6 @@ def export_cmd(
     json_out: Json = False,
 ) -> None:
     """Write the database as a Parquet lake (every relation a question reads, with a manifest) for bigger engines."""
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal import print_json
-    from analyzer.cli.terminal.reports import print_lake_report
-    from analyzer.jobs.export import ExportOptions, run_export
 
     with naming(out_dir="--lake"):
         report = run_export(ExportOptions(lake=lake, db=db))
@@ -153,8 +154,6 @@ def sync_cmd(
     json_out: Json = False,
 ) -> None:
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
-    from analyzer.cli.terminal import print_json
-    from analyzer.io.objectstore import sync
 
     report = sync(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache)
     if json_out:
@@ -178,8 +177,6 @@ def report_cmd(
 
     --since/--until report that range instead of a week.
     """
-    from analyzer.cli.options import naming
-    from analyzer.jobs.report import ReportOptions, make_report
 
     with naming(week="--week", since="--since", until="--until", lake="--lake"):
         print(make_report(ReportOptions(db=db, files=tuple(files or ()), week=week, since=since, until=until,
@@ -204,9 +201,6 @@ def replay_cmd(
     db: Db = None,
 ) -> None:
     """Re-send failed full-capture turns through the ladder to an endpoint; store every attempt."""
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal.replay import show_replay
-    from analyzer.jobs.replay import ReplayOptions, run_replay
 
     with naming(endpoint="--endpoint", tools_file="--tools", limit="--limit", rate="--rate",
                 concurrency="--concurrency", api_key_env="--api-key-env"):
@@ -231,10 +225,6 @@ def forget_cmd(
 
     --since/--until choose the files whose records all lie in that range.
     """
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal import print_json
-    from analyzer.cli.terminal.reports import print_forget_report
-    from analyzer.jobs.forget import ForgetOptions, run_forget
 
     with naming(since="--since", until="--until"):
         report = run_forget(ForgetOptions(paths=tuple(paths or ()), since=since, until=until, dry_run=dry_run, db=db))
@@ -260,9 +250,6 @@ def alerts_cmd(
     object_label: Optional[List[str]] = typer.Option(None, "--object-label", metavar="KEY=VALUE", help="--format prometheusrule: a label of the object, for the operator's ruleSelector (repeatable)."),
 ) -> None:
     """Write the wedge rule as Prometheus alerting rules (VLLMPodWedged, VLLMPodDown)."""
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal.reports import print_alerts_written
-    from analyzer.jobs.alerts import AlertOptions, write_alerts
 
     with naming(selector="--prometheus-selector"):
         written = write_alerts(AlertOptions(
@@ -302,10 +289,6 @@ def lake_build_cmd(
     A re-run adds to the lake: new files are added, a file read again replaces what
     the lake held of it, and only the days of records that changed are written.
     """
-    from analyzer.cli.options import naming
-    from analyzer.cli.terminal import print_json
-    from analyzer.cli.terminal.reports import announce_lake_build, print_lake_build_report
-    from analyzer.jobs.lake_build import LakeBuildOptions, build_lake_job
 
     with naming(lake="--lake", engine="--engine", conf="--conf", model_map="--model-map"):
         opts = LakeBuildOptions(logs=tuple(logs), lake=lake, engine=engine, metrics=tuple(metrics or ()),

@@ -28,6 +28,7 @@ import duckdb
 
 from analyzer.core.durations import US
 from analyzer.core.errors import InputError
+from analyzer.ingestion.apistream import SeriesStager, stream_json_file
 from analyzer.ingestion.metric_stage import (
     NAMES,
     STAGE,
@@ -154,8 +155,6 @@ def _stage_json(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
     Raises:
         InputError: not valid JSON, or not API answers of matrix or vector results.
     """
-    from analyzer.ingestion.apistream import SeriesStager, stream_json_file  # numpy, only for JSON
-
     stager = SeriesStager(con, tick)
     try:
         stream_json_file(path, stager)

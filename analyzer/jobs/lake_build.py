@@ -137,7 +137,8 @@ def build_lake_job(opts: LakeBuildOptions) -> LakeBuildReport:
     check_inputs(opts)
     mapping, conf = opts.model_mapping(), opts.spark_conf()
     try:
-        # pyspark (and a JVM behind it) only for a build: the spark extra.
+        # Deferred: pyspark (and a JVM behind it) is the optional spark extra; these three
+        # modules import it, so they load only for a build, and its absence is one clear error.
         from pyspark.sql import SparkSession
 
         from analyzer.outputs.spark_lake import build_lake

@@ -28,9 +28,11 @@ from analyzer.core.durations import US, parse_duration, to_epoch_us, us_to_datet
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.scrub import scrub
 from analyzer.core.urls import public_url
+from analyzer.ingestion.apistream import SeriesStager
 from analyzer.ingestion.metric_stage import Series, StageStats, close_stage, open_stage, seal_input, store_stage
 from analyzer.ingestion.metric_store import store_model_map
 from analyzer.ingestion.metrics import Progress, stage_metric_files
+from analyzer.io.prometheus import fetch_range
 from analyzer.store.db import transaction
 
 __all__ = ["MetricsReport", "load_metrics", "load_prometheus"]
@@ -148,10 +150,6 @@ def load_prometheus(
         AnalyzerError: (upstream) Prometheus unreachable or answering an error;
             (usage) bad arguments.
     """
-    # Here, not at the top: httpx, and numpy for the stager, only when a live Prometheus is asked.
-    from analyzer.ingestion.apistream import SeriesStager
-    from analyzer.io.prometheus import fetch_range
-
     w_s = parse_duration(wedge_window, "--wedge-window")
     if since is None or until is None:
         first, last = con.execute("SELECT epoch_us(min(ts)), epoch_us(max(ts)) FROM records").fetchall()[0]

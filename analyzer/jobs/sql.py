@@ -114,7 +114,7 @@ def run_sql(
 def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: IO[str], err: IO[str]) -> int:
     """QUERY on a local Spark over the lake: the same rows as on the database, written alike."""
     try:
-        # pyspark (a JVM behind it) loads only for --engine spark.
+        # Deferred: pyspark (a JVM behind it) is the optional spark extra, loaded only for --engine spark.
         from analyzer.questions.spark import (
             UnsupportedConstruct, lake_relations, local_session, lock_down, question_frame, register_lake,
             relations_read, to_spark_sql)

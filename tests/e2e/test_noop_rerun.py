@@ -19,9 +19,10 @@ from analyzer.outputs.summary_cache import cached_summary
 from analyzer.classification.turns import records_signature, refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 
-# The report's and the notebook's libraries: a plain typer CLI loads typer (with
-# rich and pydantic) and the main job's modules, never these.
-NOT_NEEDED = ("polars", "jinja2", "plotly")
+# The notebook's DataFrame library: the command line imports every command's job at its
+# top (no import of the package's own modules hides inside a function), but polars loads
+# only when a question is asked for a DataFrame.
+NOT_NEEDED = ("polars",)
 
 # The CLI run in-process, then the modules it loaded written to a file (stdout is the summary).
 _RUN_AND_LIST_MODULES = """
