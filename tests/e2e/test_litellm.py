@@ -26,23 +26,12 @@ from types import SimpleNamespace
 
 import pytest
 
-_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm imported here too: no download
-for _name in ("litellm", "moto.server", "boto3"):
-    if _CI:
-        __import__(_name)  # a broken install fails here, under CI
-    else:
-        pytest.importorskip(_name)
-
-import boto3  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
-
-from analyzer.io.litellm_records import LOG_FIELDS_KEY  # noqa: E402
-from analyzer.store.db import connect  # noqa: E402
-from tests.support.cli import analyze  # noqa: E402
-from tests.support.litellm import LiteLLMProxy, free_port  # noqa: E402
-from tests.support.upstream import FaultyUpstream  # noqa: E402
-from tools.litellm_week import (  # noqa: E402
+from analyzer.io.litellm_records import LOG_FIELDS_KEY
+from analyzer.store.db import connect
+from tests.support.cli import analyze
+from tests.support.litellm import LiteLLMProxy, free_port
+from tests.support.upstream import FaultyUpstream
+from tools.litellm_week import (
     BUCKET,
     CALLS,
     LITELLM_ENV,
@@ -59,10 +48,27 @@ ACCESS_KEY = "AKIALITELLMTEST0001"
 SECRET_KEY = "never-print-this-" + secrets.token_hex(12)
 
 
+def _packages():
+    """litellm, moto's server and boto3, imported when the module's first test runs, not when it is
+    collected (litellm takes seconds to import, and the quick loop leaves this module out): a missing
+    one skips, except under CI, where it fails."""
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm is imported here too: no download
+    for name in ("litellm", "moto.server", "boto3"):
+        if ci:
+            __import__(name)  # a broken install fails here, under CI
+        else:
+            pytest.importorskip(name)
+
+
 @pytest.fixture(scope="module")
 def week(tmp_path_factory):
     """The calls driven through one real LiteLLM, its objects in moto, analyzed from s3:// into a database."""
     import logging
+
+    _packages()
+    import boto3
+    from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     tmp = tmp_path_factory.mktemp("litellm")

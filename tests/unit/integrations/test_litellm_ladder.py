@@ -17,18 +17,11 @@ import time
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the wheel's cost map: no download at import
-if os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no"):
-    pytest.importorskip("litellm")
-
-import litellm  # noqa: E402
-from litellm.integrations.custom_logger import CustomLogger  # noqa: E402
-
-from analyzer.integrations.litellm_ladder import LOG_FIELDS_KEY, LadderLLM  # noqa: E402
-from analyzer.online import LadderSettings  # noqa: E402
-from tests.support.litellm import TOOL_HISTORY, TOOLS  # noqa: E402
-from tests.support.repo import REPO  # noqa: E402
-from tests.support.upstream import (  # noqa: E402
+from analyzer.io.litellm_records import LOG_FIELDS_KEY
+from analyzer.online import LadderSettings
+from tests.support.litellm import TOOL_HISTORY, TOOLS
+from tests.support.repo import REPO
+from tests.support.upstream import (
     DROP_TOOLS,
     FaultyUpstream,
     Reply,
@@ -46,8 +39,23 @@ from tests.support.upstream import (  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
 
 
-class Payloads(CustomLogger):
-    """The StandardLoggingPayloads LiteLLM hands its callbacks."""
+# litellm (and the adapter, which imports it) is imported when the module's first test runs, not
+# when it is collected: it takes seconds, and every pytest worker collects every module.
+@pytest.fixture(scope="module")
+def litellm():
+    """The litellm package, with its wheel's cost map (no download): a skip without it, unless under CI."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no"):
+        pytest.importorskip("litellm")
+    import litellm
+
+    from analyzer.integrations.litellm_ladder import LOG_FIELDS_KEY as written_under
+    assert written_under == LOG_FIELDS_KEY  # what the adapter writes is where the reader looks
+    return litellm
+
+
+class Payloads:
+    """The StandardLoggingPayloads LiteLLM hands its callbacks (mixed into litellm's CustomLogger)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -69,9 +77,13 @@ class Payloads(CustomLogger):
 
 
 @pytest.fixture(scope="module")
-def logger():
+def logger(litellm):
     # Once for the module: LiteLLM sets its callbacks up from litellm.callbacks on its first call.
-    logger = Payloads()
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from analyzer.integrations.litellm_ladder import LadderLLM
+
+    logger = type("PayloadsLogger", (Payloads, CustomLogger), {})()
     before = (litellm.callbacks, litellm.custom_provider_map)
     litellm.callbacks = [logger]
     litellm.custom_provider_map = [{"provider": "ladder", "custom_handler": LadderLLM()}]
@@ -90,7 +102,7 @@ def _fields(payload: dict) -> dict:
     return (payload["metadata"].get("spend_logs_metadata") or {})[LOG_FIELDS_KEY]
 
 
-def test_a_naked_500_with_tool_history_is_recovered_and_said_in_the_payload(lite):
+def test_a_naked_500_with_tool_history_is_recovered_and_said_in_the_payload(lite, litellm):
     with FaultyUpstream(fail_until(DROP_TOOLS)) as up:
         r = litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, tools=TOOLS, max_tokens=1024,
                                api_base=up.url + "/v1", enable_thinking=True)
@@ -106,7 +118,7 @@ def test_a_naked_500_with_tool_history_is_recovered_and_said_in_the_payload(lite
     assert [a["rung"] for a in fields["ladder"]["attempts"]] == ["original", "tool_choice_none", "drop_tools"]
 
 
-def test_a_streamed_call_gets_the_ladders_answer_in_chunks(lite):
+def test_a_streamed_call_gets_the_ladders_answer_in_chunks(lite, litellm):
     with FaultyUpstream(fail_until(DROP_TOOLS)) as up:
         stream = litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, tools=TOOLS, max_tokens=1024,
                                     api_base=up.url + "/v1", stream=True)
@@ -114,7 +126,7 @@ def test_a_streamed_call_gets_the_ladders_answer_in_chunks(lite):
         assert text == "Here is the answer." and up.rungs_seen()[-1] == "drop_tools"
 
 
-def test_a_leaked_think_block_is_split_out_and_a_gzip_answer_decoded(lite):
+def test_a_leaked_think_block_is_split_out_and_a_gzip_answer_decoded(lite, litellm):
     leaking = glm53(always(lambda: ok("Texas.")))
     with FaultyUpstream(lambda payload: gzipped(leaking(payload))) as up:
         r = litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, max_tokens=1024,
@@ -126,7 +138,7 @@ def test_a_leaked_think_block_is_split_out_and_a_gzip_answer_decoded(lite):
     assert fields["incident_class"] == "reasoning-leaked" and fields["reasoning_repaired"] is True
 
 
-def test_client_junk_is_a_400_before_any_upstream_call(lite):
+def test_client_junk_is_a_400_before_any_upstream_call(lite, litellm):
     with FaultyUpstream(always(ok)) as up:
         with pytest.raises(litellm.BadRequestError) as exc:
             litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, max_tokens=100,
@@ -137,7 +149,7 @@ def test_client_junk_is_a_400_before_any_upstream_call(lite):
     assert payload["status"] == "failure" and _fields(payload)["incident_class"] == "client-error"
 
 
-def test_every_rung_failing_passes_the_upstreams_status_on(lite):
+def test_every_rung_failing_passes_the_upstreams_status_on(lite, litellm):
     with FaultyUpstream(always(naked_500)) as up:
         with pytest.raises(litellm.InternalServerError):
             litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, tools=TOOLS, max_tokens=1024,
@@ -147,7 +159,7 @@ def test_every_rung_failing_passes_the_upstreams_status_on(lite):
     assert fields["ladder"]["outcome"] == "exhausted" and fields["final_class"] == "tool-history-5xx"
 
 
-def test_a_dead_upstream_is_a_transport_error_and_other_models_get_one_call(lite):
+def test_a_dead_upstream_is_a_transport_error_and_other_models_get_one_call(lite, litellm):
     with FaultyUpstream(always(hang_up)) as up:
         with pytest.raises(litellm.BadGatewayError) as exc:
             litellm.completion(model="ladder/glm-5", messages=TOOL_HISTORY, tools=TOOLS, api_base=up.url + "/v1",
@@ -162,7 +174,7 @@ def test_a_dead_upstream_is_a_transport_error_and_other_models_get_one_call(lite
     assert _fields(lite.wait(2)[1])["ladder_armed"] is False
 
 
-def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite):
+def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite, litellm):
     bad = Reply(200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": 5}]}',
                 (("content-type", "application/json"),))
     with FaultyUpstream(always(bad)) as up:
@@ -172,8 +184,10 @@ def test_a_200_litellm_cannot_take_as_a_chat_completion_is_a_502(lite):
     assert _fields(lite.wait(1)[0])["incident_class"] == "no-answer-200"
 
 
-def test_the_docs_own_ladder_with_other_settings():
+def test_the_docs_own_ladder_with_other_settings(litellm):
     """docs/integrations/litellm.md's my_ladder.py: the options reach the ladder and the normalizer."""
+    from analyzer.integrations.litellm_ladder import LadderLLM
+
     page = (REPO / "docs" / "integrations" / "litellm.md").read_text(encoding="utf-8")
     listing = re.search(r"^```text\n(# my_ladder\.py.*?)^```", page, re.M | re.S)
     assert listing, "docs/integrations/litellm.md lost its my_ladder.py"
