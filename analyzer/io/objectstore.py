@@ -318,10 +318,10 @@ def sync(
 
 
 def sync_for_ingest(url: str) -> str:
-    """The hook of :func:`analyzer.io.sources.discover` for ``s3://`` inputs.
+    """The hook of :func:`analyzer.io.sources.discover_inputs` for ``s3://`` inputs.
 
     Syncs with the settings from the environment (profile, endpoint, cache) and
-    returns the local glob of the mirrored objects, for discover to expand.
+    returns the local glob of the mirrored objects, for discover_inputs to expand.
     """
     report = sync(url)
     print(report.describe(), file=sys.stderr)

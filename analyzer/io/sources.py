@@ -189,18 +189,6 @@ def fingerprint_of(size: int, data: bytes | memoryview) -> str:
     return _FP_MARK + h.hexdigest()
 
 
-def starts_packed(path: str) -> bool:
-    """Whether the file at ``path`` starts as a gzip or a Parquet file does, by its first bytes.
-
-    Unreadable: no (reading it for the ingest says why).
-    """
-    try:
-        with open(path, "rb") as f:
-            return f.read(4).startswith((_GZIP_MAGIC, _PARQUET_MAGIC))
-    except OSError:
-        return False
-
-
 def _inflate_head(path: str, head: bytes) -> bytes:
     """The first inflated bytes of a gzip file (what there is, if it is cut short).
 
@@ -480,12 +468,3 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
         raise InputError(f"{path}: not a regular file ({kind}), and nothing else to read; "
                          "pipe a stream to `analyze -`")
     return out
-
-
-def discover(inputs: list[str]) -> list[SourceFile]:
-    """Expand the inputs into files (see :func:`discover_inputs`); problems are reported at ingest.
-
-    Raises:
-        InputError: an argument matches nothing.
-    """
-    return discover_inputs(inputs).files

@@ -71,22 +71,6 @@ class ResolvedQuery:
         return f"query {self.source.name!r}" if self.source else "the SQL"
 
 
-def substitute_placeholders(sql: str, replacement: str) -> str:
-    """``sql`` with every ``$name`` placeholder outside strings and comments replaced.
-
-    ``replacement`` is a :func:`re.sub` template in which ``\\1`` is the name:
-    ``substitute_placeholders(sql, r":\\1")`` writes Spark's ``:name`` markers.
-    """
-    out: list[str] = []
-    pos = 0
-    for m in _NOT_CODE.finditer(sql):
-        out.append(_PLACEHOLDER.sub(replacement, sql[pos:m.start()]))
-        out.append(m.group())
-        pos = m.end()
-    out.append(_PLACEHOLDER.sub(replacement, sql[pos:]))
-    return "".join(out)
-
-
 def placeholders(sql: str) -> tuple[str, ...]:
     """The ``$name`` placeholders of ``sql`` (outside strings and comments), in order."""
     found: list[str] = []
