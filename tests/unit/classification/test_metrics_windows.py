@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
 from analyzer.classification.windows import recompute_windows, wedged_episodes
@@ -45,6 +44,7 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
+from tests.support.fresh_db import fresh_connection
 
 EPOCH0 = int(T0.timestamp())  # 2026-11-16T14:00:00Z, the log records' T0
 STEP = 15
@@ -53,7 +53,7 @@ W = "2m"
 
 @pytest.fixture
 def con(tmp_path):
-    c = connect(tmp_path / "analyzer.duckdb")
+    c = fresh_connection(tmp_path / "analyzer.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     yield c
     c.close()
 
@@ -175,7 +175,7 @@ def test_a_counter_reset_is_neither_negative_throughput_nor_a_flat_period(tmp_pa
     load(con, tmp_path, rows_for(phases(("busy", 10), ("restart", 10), ("restart", 10), ("busy", 5))))
     assert windows(con) == []
     # A pod wedged until its restart: the window ends at the reset, not before or after.
-    con2 = connect(tmp_path / "b.duckdb")
+    con2 = fresh_connection(tmp_path / "b.duckdb")
     load(con2, tmp_path, rows_for(phases(("busy", 10), ("wedged", 20), ("restart", 10))), name="b.csv")
     assert windows(con2) == [("p1", "glm-5", "wedged", t_of(9), t_of(30))]
     con2.close()
