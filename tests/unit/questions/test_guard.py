@@ -26,7 +26,7 @@ from tests.support.week import build_week_db
 from tests.support.services import need_spark
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
-from tests.support.fresh_db import fresh_connection
+from tests.support.fresh_db import fresh_connection, fresh_db
 
 SECRET = "not-for-questions-7f3a"
 
@@ -54,7 +54,7 @@ ESCAPES = [
 def week(tmp_path_factory) -> tuple[Path, Path, Path]:
     """The small week as a database and as a lake, and a file outside both."""
     tmp = tmp_path_factory.mktemp("guard")
-    db = build_week_db(tmp / "week.duckdb")
+    db = build_week_db(fresh_db(tmp / "week.duckdb"))  # starts as a copied empty one (tests/support/fresh_db.py)
     p = analyze("export", "--lake", str(tmp / "lake"), "--db", str(db))
     assert p.returncode == 0, p.stderr
     secret = tmp / "secret.txt"

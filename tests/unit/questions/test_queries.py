@@ -16,6 +16,7 @@ from analyzer.store.asking import execute
 from analyzer.classification.turns import refresh_turns
 from tests.support.week import V13, V14, build_week_db
 from tests.support.repo import REPO
+from tests.support.fresh_db import fresh_connection, fresh_db
 
 ROOT = REPO
 SAMPLE = ROOT / "sample_logs"
@@ -29,14 +30,14 @@ RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view"
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    con = connect(tmp_path_factory.mktemp("fresh") / "fresh.duckdb")
+    con = fresh_connection(tmp_path_factory.mktemp("fresh") / "fresh.duckdb")  # copied (tests/support/fresh_db.py)
     yield con
     con.close()
 
 
 @pytest.fixture(scope="module")
 def week(tmp_path_factory):
-    db = build_week_db(tmp_path_factory.mktemp("week") / "week.duckdb")
+    db = build_week_db(fresh_db(tmp_path_factory.mktemp("week") / "week.duckdb"))  # starts as a copied empty one
     con = connect(db, read_only=True)
     yield con
     con.close()
@@ -47,7 +48,7 @@ def sample_week(tmp_path_factory):
     """The bundled sample week (S3 chunks and metrics), when it exists."""
     if not (SAMPLE / "s3").is_dir():
         pytest.skip("sample_logs/ not generated yet")
-    con = connect(tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    con = fresh_connection(tmp_path_factory.mktemp("sample") / "sample.duckdb")  # copied (tests/support/fresh_db.py)
     ingest(con, [str(SAMPLE / "s3")])
     metrics = SAMPLE / "metrics"
     if metrics.is_dir():
