@@ -6,6 +6,8 @@ the SQL layer.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -36,9 +38,14 @@ def fresh(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def week(tmp_path_factory):
-    db = build_week_db(fresh_db(tmp_path_factory.mktemp("week") / "week.duckdb"))  # starts as a copied empty one
-    con = connect(db, read_only=True)
+def week_db(tmp_path_factory) -> Path:
+    """The populated week's database file, built once (a test that changes it works on a copy)."""
+    return build_week_db(fresh_db(tmp_path_factory.mktemp("week") / "week.duckdb"))  # starts as a copied empty one
+
+
+@pytest.fixture(scope="module")
+def week(week_db):
+    con = connect(week_db, read_only=True)
     yield con
     con.close()
 
@@ -252,11 +259,11 @@ def test_the_summary_and_the_report_run_their_questions_by_name(week):
     assert s["sizing"]["sessions_lost"] == lost[0]["sessions_lost"]
 
 
-def test_a_read_only_connection_to_an_older_database_gets_todays_macros(tmp_path):
+def test_a_read_only_connection_to_an_older_database_gets_todays_macros(week_db, tmp_path):
     # A database written by an analyzer whose queries/ had no in_scope macro (and an
     # older SQL signature): opened read-only (analyze sql, the report), the questions
     # still run, on temporary macros of that connection; the file is not changed.
-    db = build_week_db(tmp_path / "older.duckdb")
+    db = Path(shutil.copy(week_db, tmp_path / "older.duckdb"))  # the populated week, made older below
     con = connect(db)
     con.execute("DROP MACRO in_scope")
     con.execute("UPDATE build_state SET signature = 'older' WHERE name = 'views'")
