@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from analyzer.store.db import connect
-from analyzer.ingestion.logs import ingest
 from analyzer.store.catalog import load_queries
 from analyzer.store.asking import execute
-from analyzer.classification.turns import refresh_turns
 from tests.support.week import V13, V14, build_week_db
 from tests.support.repo import REPO
 from tests.support.fresh_db import fresh_connection, fresh_db
+from tests.support.sample_s3_week import sample_s3_week
 
 ROOT = REPO
 SAMPLE = ROOT / "sample_logs"
@@ -52,17 +51,10 @@ def week(week_db):
 
 @pytest.fixture(scope="module")
 def sample_week(tmp_path_factory):
-    """The bundled sample week (S3 chunks and metrics), when it exists."""
-    if not (SAMPLE / "s3").is_dir():
-        pytest.skip("sample_logs/ not generated yet")
-    con = fresh_connection(tmp_path_factory.mktemp("sample") / "sample.duckdb")  # copied (tests/support/fresh_db.py)
-    ingest(con, [str(SAMPLE / "s3")])
-    metrics = SAMPLE / "metrics"
-    if metrics.is_dir():
-        from analyzer.jobs.metrics import load_metrics
-
-        load_metrics(con, [str(metrics)])
-    refresh_turns(con)
+    """The bundled sample week (S3 chunks and metrics), when it exists: ingested, loaded and classified
+    once per process (tests/support/sample_s3_week.py, shared with test_metrics_windows), copied here."""
+    db, _report = sample_s3_week(tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    con = connect(db)
     yield con
     con.close()
 
