@@ -29,9 +29,11 @@ def run(db: Path, inputs: list, **kw):
 
 def ingest_records(db: Path, records: list[dict], *, log_name: str = "logs.jsonl") -> duckdb.DuckDBPyConnection:
     """Write ``records`` as a JSONL log beside ``db``, ingest and classify it; return the open connection."""
+    from tests.support.fresh_db import fresh_db
     from tests.support.records import write_jsonl
 
-    con = connect(db)
+    # A new file starts as a copy of the empty database made once per process (0.27 s saved a call).
+    con = connect(db if Path(db).exists() else fresh_db(db))
     ingest(con, [str(write_jsonl(Path(db).parent / log_name, records))])
     refresh_turns(con)
     return con

@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.online import BLANK_CHARS, decide, features_from_exchange, ladder_trigger, log_fields
 from analyzer.classification.turns import refresh_turns
@@ -31,6 +30,7 @@ from tests.support.records import (
     response_ok,
     write_jsonl,
 )
+from tests.support.fresh_db import fresh_connection  # an empty database, copied: 0.02 s, not 0.27 s
 
 # The request as sent upstream: tool history in the transcript, tools offered.
 TOOL_HISTORY = [
@@ -172,7 +172,7 @@ def offline(tmp_path_factory):
         rec = case.response(rid, at(i + 0.5))
         rec["session_id"] = f"s-{i}"
         records.append(rec)
-    con = connect(tmp / "a.duckdb")
+    con = fresh_connection(tmp / "a.duckdb")
     ingest(con, [str(write_jsonl(tmp / "week.jsonl", records))])
     refresh_turns(con)
     rows = {r[0]: r[1:] for r in con.execute(
@@ -200,7 +200,7 @@ def test_the_caller_deadline_is_configurable_online_and_offline(tmp_path):
                                          caller_deadline_s=400)).incident_class == "late-200"
     recs = [request("0000aaa1", at(0)), response_ok("0000aaa1", at(5.1), content="x", latency_ms=301_000),
             request("0000aaa2", at(10)), response_ok("0000aaa2", at(16.7), content="x", latency_ms=401_000)]
-    con = connect(tmp_path / "a.duckdb")
+    con = fresh_connection(tmp_path / "a.duckdb")
     ingest(con, [str(write_jsonl(tmp_path / "w.jsonl", recs))])
 
     def classes():

@@ -14,11 +14,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.store.holdings import DEFAULT_WEDGE_WINDOW_S, WEDGE_WINDOW_SETTING, stored_wedge_window
 from analyzer.classification.windows import write_windows
 from analyzer.store.asking import ask
 from tests.support.metric_rows import insert_samples
+from tests.support.fresh_db import fresh_connection
 
 T0 = datetime(2026, 11, 20, 6, 0)
 # (seconds after T0, counter value): 10 tokens/s, a restart at 180 s, a 400 s hole
@@ -29,7 +29,7 @@ SAMPLES = [(0, 0.0), (60, 600.0), (120, 1200.0), (180, 100.0), (240, 700.0), (64
 
 @pytest.fixture
 def con(tmp_path):
-    c = connect(tmp_path / "counters.duckdb")
+    c = fresh_connection(tmp_path / "counters.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     # metric_samples is a view over series and points: samples go in through the store
     insert_samples(c, [("vllm:generation_tokens_total", "llm/glm-5-0", "glm-5", "10.0.0.5:8000", "vllm", "{}",
                         T0 + timedelta(seconds=s), v, "test") for s, v in SAMPLES])

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
 from analyzer.classification.windows import wedged_episodes
@@ -24,12 +23,13 @@ from analyzer.io.metric_samples import labels_json, pod_identity, target_of
 from analyzer.ingestion.metric_stage import STAGE, Series, close_stage, open_stage
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
+from tests.support.fresh_db import fresh_connection
 from tests.unit.classification.test_metrics_windows import W, phases, t_of, windows, write_csv
 
 
 @pytest.fixture
 def con(tmp_path):
-    c = connect(tmp_path / "analyzer.duckdb")
+    c = fresh_connection(tmp_path / "analyzer.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     yield c
     c.close()
 

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
 from analyzer.classification.windows import recompute_windows, wedged_episodes
@@ -45,6 +44,9 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
+from tests.support.fresh_db import fresh_connection
+from tests.support.sample_s3_week import sample_s3_week
+from analyzer.store.db import connect
 
 EPOCH0 = int(T0.timestamp())  # 2026-11-16T14:00:00Z, the log records' T0
 STEP = 15
@@ -53,7 +55,7 @@ W = "2m"
 
 @pytest.fixture
 def con(tmp_path):
-    c = connect(tmp_path / "analyzer.duckdb")
+    c = fresh_connection(tmp_path / "analyzer.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     yield c
     c.close()
 
@@ -175,7 +177,7 @@ def test_a_counter_reset_is_neither_negative_throughput_nor_a_flat_period(tmp_pa
     load(con, tmp_path, rows_for(phases(("busy", 10), ("restart", 10), ("restart", 10), ("busy", 5))))
     assert windows(con) == []
     # A pod wedged until its restart: the window ends at the reset, not before or after.
-    con2 = connect(tmp_path / "b.duckdb")
+    con2 = fresh_connection(tmp_path / "b.duckdb")
     load(con2, tmp_path, rows_for(phases(("busy", 10), ("wedged", 20), ("restart", 10))), name="b.csv")
     assert windows(con2) == [("p1", "glm-5", "wedged", t_of(9), t_of(30))]
     con2.close()
@@ -439,35 +441,41 @@ def test_the_engines_of_a_pod_are_one_unit(tmp_path, con):
 SAMPLE = REPO / "sample_logs"
 
 
-def test_the_sample_week_finds_its_episodes_and_none_of_its_look_alikes(tmp_path, con):
+def test_the_sample_week_finds_its_episodes_and_none_of_its_look_alikes(tmp_path):
     if not (SAMPLE / "metrics").is_dir() or not (SAMPLE / "ground_truth.json").is_file():
         pytest.skip("sample_logs/metrics is not in this checkout")
     truth = json.loads((SAMPLE / "ground_truth.json").read_text())
-    ingest(con, [str(SAMPLE / "s3")])
-    report = load_metrics(con, [str(SAMPLE / "metrics")])  # the default 5-minute window
+    # The S3 chunks ingested, the metrics loaded with the default 5-minute window, then classified:
+    # built once per process and shared with test_queries (tests/support/sample_s3_week.py).
+    db, report = sample_s3_week(tmp_path / "sample.duckdb")
     assert report.warnings == []
-    found = con.execute(
-        "SELECT pod, model_name, kind, epoch(start_ts), epoch(end_ts) FROM pod_windows ORDER BY start_ts").fetchall()
+    con = connect(db)
+    try:
+        found = con.execute(
+            "SELECT pod, model_name, kind, epoch(start_ts), epoch(end_ts) FROM pod_windows ORDER BY start_ts"
+        ).fetchall()
 
-    def epoch(iso: str) -> float:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+        def epoch(iso: str) -> float:
+            return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
-    # Each episode once, its bounds within one 30 s step of the truth (the export's resolution).
-    assert len(found) == len(truth["episodes"])
-    for ep, (pod, model, kind, start, end) in zip(truth["episodes"], found):
-        assert (pod, model, kind) == (ep["pod"], ep["model_name"], ep["kind"])
-        assert abs(start - epoch(ep["start"])) <= 30 and abs(end - epoch(ep["end"])) <= 30, (ep, start, end)
-    # The quiet night, the restart between two scrapes and the scrape gap are not windows.
-    for non in truth["non_episodes"]:
-        lo, hi = epoch(non["start"]), epoch(non["end"])
-        assert not [w for w in found if w[3] < hi and w[4] > lo], non
+        # Each episode once, its bounds within one 30 s step of the truth (the export's resolution).
+        assert len(found) == len(truth["episodes"])
+        for ep, (pod, model, kind, start, end) in zip(truth["episodes"], found):
+            assert (pod, model, kind) == (ep["pod"], ep["model_name"], ep["kind"])
+            assert abs(start - epoch(ep["start"])) <= 30 and abs(end - epoch(ep["end"])) <= 30, (ep, start, end)
+        # The quiet night, the restart between two scrapes and the scrape gap are not windows.
+        for non in truth["non_episodes"]:
+            lo, hi = epoch(non["start"]), epoch(non["end"])
+            assert not [w for w in found if w[3] < hi and w[4] > lo], non
 
-    refresh_turns(con)
-    classes = dict(con.execute(
-        "SELECT incident_class, count(*) FROM turns WHERE model = 'glm-5' GROUP BY ALL").fetchall())
-    expected = truth["class_counts"]["glm-5"]
-    for cls in ("wedged-pod", "pod-down", "tool-history-5xx"):
-        assert classes.get(cls, 0) == expected[cls], cls
+        refresh_turns(con)  # current already (classified after the metrics): nothing to redo
+        classes = dict(con.execute(
+            "SELECT incident_class, count(*) FROM turns WHERE model = 'glm-5' GROUP BY ALL").fetchall())
+        expected = truth["class_counts"]["glm-5"]
+        for cls in ("wedged-pod", "pod-down", "tool-history-5xx"):
+            assert classes.get(cls, 0) == expected[cls], cls
+    finally:
+        con.close()
 
 
 def test_episodes_filter_like_the_summary(tmp_path, con):

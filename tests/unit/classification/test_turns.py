@@ -21,6 +21,7 @@ from tests.support.records import (
     response_ok,
     write_jsonl,
 )
+from tests.support.fresh_db import fresh_connection  # an empty database, copied: 0.02 s, not 0.27 s
 
 RATE_LIMIT = 'Provider returned 429: {"error": {"message": "Rate limit exceeded", "code": 429}}'
 
@@ -245,7 +246,7 @@ def test_incidents_and_sessions_views(classified):
 def test_is_current_tells_when_the_turns_table_is_stale(tmp_path):
     from analyzer.classification.turns import is_current
 
-    con = connect(tmp_path / "a.duckdb")
+    con = fresh_connection(tmp_path / "a.duckdb")
     ingest(con, [str(write_jsonl(tmp_path / "a.jsonl", _turn("40000001", 0, response_ok, content="hi")))])
     assert not is_current(con)
     refresh_turns(con)
@@ -263,7 +264,7 @@ def test_window_flags_match_their_definition_across_days(tmp_path):
     days, overlapping each other, or of another model must give what the plain
     definition (an EXISTS over pod_windows) gives.
     """
-    con = connect(tmp_path / "w.duckdb")
+    con = fresh_connection(tmp_path / "w.duckdb")
     minutes = [-1, 0, 0.5, 599.5, 600, 600.5, 601, 1439.9, 1440, 1440.1, 2879, 4320.2, 5000]
     records = []
     for i, m in enumerate(minutes):  # T0 is 14:00: minute 600 is midnight

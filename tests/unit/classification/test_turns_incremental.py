@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
 from analyzer.classification.turns import SESSION_TABLES, is_current, refresh_turns
 from tests.support.records import TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 from tests.support.repo import REPO
+from tests.support.fresh_db import fresh_connection  # an empty database, copied: 0.02 s, not 0.27 s
 
 SAMPLE = REPO / "sample_logs"
 
@@ -33,7 +33,7 @@ def _same_turns(a, b, table: str = "turns") -> tuple[int, int]:
 @pytest.mark.slow
 def test_day_by_day_equals_all_at_once_on_the_sample_week(tmp_path):
     days = sorted((SAMPLE / "s3").iterdir())
-    inc = connect(tmp_path / "inc.duckdb")
+    inc = fresh_connection(tmp_path / "inc.duckdb")
     load_metrics(inc, [str(SAMPLE / "metrics")])
     kinds = []
     for day in days:
@@ -45,7 +45,7 @@ def test_day_by_day_equals_all_at_once_on_the_sample_week(tmp_path):
     assert is_current(inc)
     assert refresh_turns(inc).rebuilt == "none"  # nothing changed: nothing done
 
-    full = connect(tmp_path / "full.duckdb")
+    full = fresh_connection(tmp_path / "full.duckdb")
     load_metrics(full, [str(SAMPLE / "metrics")])
     ingest(full, [str(SAMPLE / "s3"), str(SAMPLE / "kubectl")])
     assert refresh_turns(full).rebuilt == "all"
@@ -60,7 +60,7 @@ def test_day_by_day_equals_all_at_once_on_the_sample_week(tmp_path):
 
 
 def test_a_new_day_re_derives_only_its_sessions(tmp_path):
-    con = connect(tmp_path / "a.duckdb")
+    con = fresh_connection(tmp_path / "a.duckdb")
     old = []
     for k in range(50):
         rid = f"{0xa1000000 + k:08x}"
@@ -87,7 +87,7 @@ def test_a_new_day_re_derives_only_its_sessions(tmp_path):
 
 
 def test_changed_windows_reclassify_the_turns_inside_them(tmp_path):
-    con = connect(tmp_path / "a.duckdb")
+    con = fresh_connection(tmp_path / "a.duckdb")
     recs = [request("c1000001", at(10), session="s"), response_error("c1000001", at(10.1), "Provider returned 500: ", session="s")]
     ingest(con, [str(write_jsonl(tmp_path / "d.jsonl", recs))])
     refresh_turns(con)

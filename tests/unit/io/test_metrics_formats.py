@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.core.errors import AnalyzerError, ExitCode, InputError
 from analyzer.jobs.metrics import load_metrics
 from analyzer.core.durations import parse_duration
@@ -29,6 +28,7 @@ from analyzer.io.metric_formats import (
     scrape_target_from_name,
     scrape_time_from_name,
 )
+from tests.support.fresh_db import fresh_connection
 
 T0 = 1_800_000_000  # 2027-01-15T08:00:00Z
 GLM = {"model_name": "glm-5", "engine": "0"}
@@ -40,7 +40,7 @@ def epoch_of(row_ts: datetime) -> float:
 
 @pytest.fixture
 def con(tmp_path):
-    c = connect(tmp_path / "analyzer.duckdb")
+    c = fresh_connection(tmp_path / "analyzer.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     yield c
     c.close()
 
@@ -370,7 +370,7 @@ def test_the_first_point_wins_with_the_packed_order_or_without(tmp_path, packed,
     (tmp_path / "b.json").write_text(json.dumps([api([matrix("up", {"pod": "p1"}, [(T0 + 15, 6), (T0 + 30, 7)])]),
                                                  api([matrix("up", {"pod": "p1"}, [(T0 + 30, 8), (T0 + 45, 9)])])]))
     (tmp_path / "c.jsonl").write_text(json.dumps(api([matrix("up", {"pod": "p1"}, [(T0 + 45, 10), (T0 + 60, 11)])])))
-    con = connect(tmp_path / f"{packed}.duckdb")
+    con = fresh_connection(tmp_path / f"{packed}.duckdb")
     try:
         report = load_metrics(con, [str(tmp_path / n) for n in ("a.csv", "b.json", "c.jsonl")])
         assert report.duplicates == 4

@@ -28,6 +28,7 @@ from analyzer.outputs.summary import build_summary
 from analyzer.classification.turns import SESSION_TABLES, is_current, refresh_turns
 from analyzer.store.catalog import load_queries
 from tests.support.cli import analyze
+from tests.support.fresh_db import fresh_db
 
 N = 1_000_000
 
@@ -85,7 +86,7 @@ OK = N - FAILED_5XX - RATE_LIMITED - TIMEOUTS
 
 @pytest.fixture(scope="module")
 def big_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("million") / "million.duckdb"
+    db = fresh_db(tmp_path_factory.mktemp("million") / "million.duckdb")  # an empty database, copied
     con = connect(db)
     try:
         refresh_turns(con)  # classify the empty database: its signature is now current

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.api import report as make_report
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
+from tests.support.fresh_db import fresh_connection, fresh_db
 
 POD_A = "llm-proxy-7d4b9c6f-abcde"
 POD_B = "llm-proxy-7d4b9c6f-fghij"
@@ -91,7 +91,7 @@ def cli(*args: str, **kw) -> Ran:
 @pytest.fixture(scope="module")
 def week(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("replicas")
-    return build_logs(root), root / "a.duckdb"
+    return build_logs(root), fresh_db(root / "a.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
 
 
 def test_the_json_summary_says_what_was_skipped_lost_flagged_and_per_replica(week):
@@ -215,10 +215,11 @@ def test_the_report_section_renders_the_same_numbers(week, tmp_path):
 
 
 def test_without_replicas_or_proxy_lines_the_section_says_so(tmp_path):
-    db = tmp_path / "plain.duckdb"
+    db = fresh_db(tmp_path / "plain.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     chunk = write_jsonl(tmp_path / "logs" / "2026-11-16" / "14-00-00-12345.jsonl", _turn("d0000001", 0, "s-1"))
-    assert cli(str(chunk), "--db", str(db), "--json").returncode == 0
-    doc = json.loads(cli(str(chunk), "--db", str(db), "--json").stdout)
+    p = cli(str(chunk), "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
     assert doc["replicas"] == [] and doc["lost_records"]["total"] == 0 and doc["slow_completions"]["warnings"] == 0
     text = cli(str(chunk), "--db", str(db)).stdout
     assert "Per proxy replica" not in text and "the proxy says it lost" not in text
@@ -248,7 +249,7 @@ def test_hostile_pod_names_and_paths_never_reach_the_output_raw(tmp_path):
     lines.append(_prefixed(EVIL_POD, "⚠️  Log buffer exceeded 10000 entries during outage; dropped 3 oldest", at(5)))
     (logs / "pods.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (logs / EVIL_FILE).write_text("not a log\n", encoding="utf-8")
-    db = tmp_path / "a.duckdb"
+    db = fresh_db(tmp_path / "a.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
 
     p = cli(str(logs), "--db", str(db))
     assert p.returncode == 0, p.stderr
@@ -285,8 +286,7 @@ def test_a_slow_warning_flags_the_one_turn_it_names_when_ids_collide(tmp_path):
         _prefixed(POD_A, stdout_line(late[0]), at(120)),
         _prefixed(POD_A, _slow(rid, 400000), at(120.1)), _prefixed(POD_A, stdout_line(late[1]), at(120.1)),
     ]) + "\n", encoding="utf-8")
-    db = tmp_path / "a.duckdb"
-    con = connect(db)
+    con = fresh_connection(tmp_path / "a.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     try:
         ingest(con, [str(stamped)])
         refresh_turns(con)

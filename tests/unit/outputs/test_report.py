@@ -49,6 +49,8 @@ from analyzer.outputs.report import context as ctx_module
 from analyzer.outputs.report.build import build_context, resolve_period
 from analyzer.core.scrub import REDACTED, scrub, scrub_json
 from analyzer.outputs.report.html import render_html, template_environment
+from analyzer.outputs.summary import build_summary
+from tests.support.fresh_db import fresh_db
 from tests.support.metric_rows import insert_samples
 from tests.support.records import (
     DONE_ANSWER,
@@ -196,7 +198,7 @@ def add_fixture_metrics(con) -> None:
 
 def build_fixture_db(tmp: Path) -> Path:
     """The fixture week ingested into a fresh database (with its metrics)."""
-    db = tmp / "fixture.duckdb"
+    db = fresh_db(tmp / "fixture.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     logs = write_jsonl(tmp / "logs" / "week.jsonl", fixture_records())
     with logs.open("a") as f:
         f.write('{"timestamp": "2026-11-20T10:00:00.000000Z", "type": "requ\n')  # a cut-off line: quarantined
@@ -260,7 +262,7 @@ def sample_db(tmp: Path) -> Path:
     """The sample week ingested (with its metrics); skips while sample_logs/ is not there."""
     if not (SAMPLE_LOGS / "s3").is_dir():
         pytest.skip("sample_logs/ has not been generated yet")
-    db = tmp / "sample.duckdb"
+    db = fresh_db(tmp / "sample.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     ingest_only([str(SAMPLE_LOGS / d) for d in ("s3", "kubectl", "consolidated") if (SAMPLE_LOGS / d).exists()], db)
     if (SAMPLE_LOGS / "metrics").is_dir():
         from analyzer.jobs.metrics import load_metrics
@@ -385,8 +387,6 @@ def test_breakdowns(context):
 
 
 def test_model_breakdown_agrees_with_the_summary(fixture_db, context):
-    from analyzer.outputs.summary import build_summary
-
     con = connect(fixture_db)
     try:
         s = build_summary(con, since=datetime(2026, 11, 16), until=datetime(2026, 11, 23))
@@ -452,21 +452,29 @@ def test_methods_show_input_paths_as_given_relative_under_the_working_folder(fix
     """A report is shared: an input given relative to where analyze ran is shown relative,
     never as this machine's absolute path; run from elsewhere, the stored path is shown."""
     logs_dir = fixture_db.parent  # the fixture ingested <tmp>/logs/week.jsonl
-    for cwd, expected in ((logs_dir, "logs/week.jsonl"), (logs_dir / "logs", "week.jsonl"),
-                          (logs_dir.parent, str(logs_dir / "logs" / "week.jsonl")[len(str(logs_dir.parent)) + 1:]),
-                          (logs_dir / "logs" / "elsewhere", str(logs_dir / "logs" / "week.jsonl"))):
-        cwd.mkdir(exist_ok=True)
-        monkeypatch.chdir(cwd)
-        con = connect(fixture_db)
-        try:
-            m = build_context(con, resolve_period(con, week=WEEK), generated_at=GENERATED_AT).methods
-        finally:
-            con.close()
-        assert m.input_examples == [expected] and m.quarantine_samples[0].path == expected, cwd
+    con = connect(fixture_db)
+    try:
+        period = resolve_period(con, week=WEEK)
+        summary_all = None
+        for cwd, expected in ((logs_dir, "logs/week.jsonl"), (logs_dir / "logs", "week.jsonl"),
+                              (logs_dir.parent, str(logs_dir / "logs" / "week.jsonl")[len(str(logs_dir.parent)) + 1:]),
+                              (logs_dir / "logs" / "elsewhere", str(logs_dir / "logs" / "week.jsonl"))):
+            cwd.mkdir(exist_ok=True)
+            monkeypatch.chdir(cwd)
+            if summary_all is None:  # the whole report context once, as the report builds it
+                m = build_context(con, period, generated_at=GENERATED_AT).methods
+                # What the methods footer is made from: only the working folder changes from here on.
+                summary_all = build_summary(con, since=period.since, until=period.until, refresh=False)
+            else:  # the footer alone (build_context's own step) for the other folders: a whole context is 1.5 s
+                m = build._methods(con, {"since": period.since, "until": period.until}, period, summary_all,
+                                   GENERATED_AT)
+            assert m.input_examples == [expected] and m.quarantine_samples[0].path == expected, cwd
+    finally:
+        con.close()
 
 
 def test_without_metrics_the_report_says_so(tmp_path):
-    db = tmp_path / "nometrics.duckdb"
+    db = fresh_db(tmp_path / "nometrics.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     ingest_only([str(write_jsonl(tmp_path / "w.jsonl", fixture_records()))], db)
     con = connect(db)
     try:

@@ -22,11 +22,11 @@ from analyzer.questions.guard import QuestionRefused, check_question
 from analyzer.questions.spark.lake import lake_relations
 from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
-from analyzer.store.db import connect
 from tests.support.week import build_week_db
 from tests.support.services import need_spark
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
+from tests.support.fresh_db import fresh_connection, fresh_db
 
 SECRET = "not-for-questions-7f3a"
 
@@ -54,7 +54,7 @@ ESCAPES = [
 def week(tmp_path_factory) -> tuple[Path, Path, Path]:
     """The small week as a database and as a lake, and a file outside both."""
     tmp = tmp_path_factory.mktemp("guard")
-    db = build_week_db(tmp / "week.duckdb")
+    db = build_week_db(fresh_db(tmp / "week.duckdb"))  # starts as a copied empty one (tests/support/fresh_db.py)
     p = analyze("export", "--lake", str(tmp / "lake"), "--db", str(db))
     assert p.returncode == 0, p.stderr
     secret = tmp / "secret.txt"
@@ -84,7 +84,7 @@ def _refused(p: subprocess.CompletedProcess, names: str) -> None:
 
 
 def test_every_catalog_question_view_and_table_passes_on_both_engines(tmp_path):
-    con = connect(tmp_path / "fresh.duckdb")
+    con = fresh_connection(tmp_path / "fresh.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     try:
         relations = duckdb_relations(con)
     finally:
@@ -111,7 +111,7 @@ def test_every_catalog_question_view_and_table_passes_on_both_engines(tmp_path):
     "SELECT * FROM turns WHERE in_scope(ts, model, $since, $until, $model, $models)",
 ])
 def test_ordinary_questions_pass(sql, tmp_path):
-    con = connect(tmp_path / "fresh.duckdb")
+    con = fresh_connection(tmp_path / "fresh.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     try:
         check_question(sql, duckdb_relations(con))
     finally:

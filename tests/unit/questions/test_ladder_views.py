@@ -6,7 +6,6 @@ import zlib
 
 import pytest
 
-from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.online import log_fields, run_ladder
 from analyzer.outputs.summary import build_summary
@@ -22,6 +21,7 @@ from tests.support.records import (
     response_ok,
     write_jsonl,
 )
+from tests.support.fresh_db import fresh_connection  # an empty database, copied: 0.02 s, not 0.27 s
 
 PAYLOAD = TOOL_PAYLOAD
 ANSWER = DONE_ANSWER
@@ -77,7 +77,7 @@ def con(tmp_path_factory):
     recs += legacy("B2", 510, [(True, False), (True, False)])  # retried-failed, then session-ended
     recs += legacy("B3", 520, [(True, False), (False, True)])  # moved-on
     recs += legacy("B4", 530, [(True, True), (True, False)])  # ok, then session-ended
-    c = connect(tmp / "a.duckdb")
+    c = fresh_connection(tmp / "a.duckdb")
     ingest(c, [str(write_jsonl(tmp / "l.jsonl", recs))])
     refresh_turns(c)
     yield c

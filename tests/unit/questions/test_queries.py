@@ -6,16 +6,18 @@ the SQL layer.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 
 import pytest
 
 from analyzer.store.db import connect
-from analyzer.ingestion.logs import ingest
 from analyzer.store.catalog import load_queries
 from analyzer.store.asking import execute
-from analyzer.classification.turns import refresh_turns
 from tests.support.week import V13, V14, build_week_db
 from tests.support.repo import REPO
+from tests.support.fresh_db import fresh_connection, fresh_db
+from tests.support.sample_s3_week import sample_s3_week
 
 ROOT = REPO
 SAMPLE = ROOT / "sample_logs"
@@ -29,32 +31,30 @@ RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view"
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    con = connect(tmp_path_factory.mktemp("fresh") / "fresh.duckdb")
+    con = fresh_connection(tmp_path_factory.mktemp("fresh") / "fresh.duckdb")  # copied (tests/support/fresh_db.py)
     yield con
     con.close()
 
 
 @pytest.fixture(scope="module")
-def week(tmp_path_factory):
-    db = build_week_db(tmp_path_factory.mktemp("week") / "week.duckdb")
-    con = connect(db, read_only=True)
+def week_db(tmp_path_factory) -> Path:
+    """The populated week's database file, built once (a test that changes it works on a copy)."""
+    return build_week_db(fresh_db(tmp_path_factory.mktemp("week") / "week.duckdb"))  # starts as a copied empty one
+
+
+@pytest.fixture(scope="module")
+def week(week_db):
+    con = connect(week_db, read_only=True)
     yield con
     con.close()
 
 
 @pytest.fixture(scope="module")
 def sample_week(tmp_path_factory):
-    """The bundled sample week (S3 chunks and metrics), when it exists."""
-    if not (SAMPLE / "s3").is_dir():
-        pytest.skip("sample_logs/ not generated yet")
-    con = connect(tmp_path_factory.mktemp("sample") / "sample.duckdb")
-    ingest(con, [str(SAMPLE / "s3")])
-    metrics = SAMPLE / "metrics"
-    if metrics.is_dir():
-        from analyzer.jobs.metrics import load_metrics
-
-        load_metrics(con, [str(metrics)])
-    refresh_turns(con)
+    """The bundled sample week (S3 chunks and metrics), when it exists: ingested, loaded and classified
+    once per process (tests/support/sample_s3_week.py, shared with test_metrics_windows), copied here."""
+    db, _report = sample_s3_week(tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    con = connect(db)
     yield con
     con.close()
 
@@ -251,11 +251,11 @@ def test_the_summary_and_the_report_run_their_questions_by_name(week):
     assert s["sizing"]["sessions_lost"] == lost[0]["sessions_lost"]
 
 
-def test_a_read_only_connection_to_an_older_database_gets_todays_macros(tmp_path):
+def test_a_read_only_connection_to_an_older_database_gets_todays_macros(week_db, tmp_path):
     # A database written by an analyzer whose queries/ had no in_scope macro (and an
     # older SQL signature): opened read-only (analyze sql, the report), the questions
     # still run, on temporary macros of that connection; the file is not changed.
-    db = build_week_db(tmp_path / "older.duckdb")
+    db = Path(shutil.copy(week_db, tmp_path / "older.duckdb"))  # the populated week, made older below
     con = connect(db)
     con.execute("DROP MACRO in_scope")
     con.execute("UPDATE build_state SET signature = 'older' WHERE name = 'views'")
