@@ -71,7 +71,7 @@ def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
     """Every query file by name (parsed again only when a file changed)."""
     d = directory or queries_dir()
     paths = sorted(d.glob("*.sql"))
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    stamp = tuple((p.name, st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
     cached = _LOADED.get(d)
     if cached and cached[0] == stamp:
         return dict(cached[1])
