@@ -17,6 +17,7 @@ A hand-built week (records in the proxy's shapes) with known answers:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -108,10 +109,18 @@ def logs(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def summary(logs, tmp_path_factory) -> dict:
-    p = analyze(str(logs), "--db", str(tmp_path_factory.mktemp("db") / "a.duckdb"), "--json")
+def first_run(logs, tmp_path_factory) -> tuple[Path, dict]:
+    """``analyze LOGS --db a.duckdb --json`` into a new database, once for the module: the
+    database (tests that write to it take a copy) and the summary it printed."""
+    db = tmp_path_factory.mktemp("db") / "a.duckdb"
+    p = analyze(str(logs), "--db", str(db), "--json")
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return db, json.loads(p.stdout)
+
+
+@pytest.fixture(scope="module")
+def summary(first_run) -> dict:
+    return first_run[1]
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -252,10 +261,10 @@ def test_shown_text_escapes_every_control_character():
 
 
 @pytest.fixture(scope="module")
-def db_with_week(logs, tmp_path_factory) -> Path:
+def db_with_week(first_run, tmp_path_factory) -> Path:
+    """The week ingested by ``analyze LOGS --db a.duckdb --json`` (a copy: the --fail-on runs write to it)."""
     db = tmp_path_factory.mktemp("db-fail") / "a.duckdb"
-    p = analyze(str(logs), "--db", str(db), "--json")
-    assert p.returncode == 0, p.stderr
+    shutil.copy(first_run[0], db)
     return db
 
 
@@ -371,15 +380,12 @@ def test_sample_week_incidents_and_latency_cover_every_pair(sample_summary):
 # The report's On call section
 
 
-def test_the_report_shows_the_oncall_section(logs, tmp_path):
+def test_the_report_shows_the_oncall_section(first_run):
     from analyzer.store.db import connect
     from analyzer.outputs.report.build import build_context, resolve_period
     from analyzer.outputs.report.html import render_html
 
-    db = tmp_path / "r.duckdb"
-    p = analyze(str(logs), "--db", str(db), "--json")
-    assert p.returncode == 0, p.stderr
-    con = connect(db, read_only=True)
+    con = connect(first_run[0], read_only=True)  # the week as `analyze LOGS --json` left it
     try:
         context = build_context(con, resolve_period(con), plotly="cdn")
     finally:
