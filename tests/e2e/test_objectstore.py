@@ -9,6 +9,7 @@ appear nowhere: not in the output, the cache, or the database.
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import logging
 import os
@@ -18,13 +19,10 @@ from pathlib import Path
 
 import pytest
 
-boto3 = pytest.importorskip("boto3") if not os.environ.get("CI") else __import__("boto3")
-moto_server = pytest.importorskip("moto.server") if not os.environ.get("CI") else __import__("moto.server").server
-
-from analyzer.store.db import connect  # noqa: E402
-from analyzer.core.errors import ExitCode  # noqa: E402
-from analyzer.io.objectstore import in_layout, parse_url, safe_endpoint  # noqa: E402
-from tests.support.week import week_records  # noqa: E402
+from analyzer.store.db import connect
+from analyzer.core.errors import ExitCode
+from analyzer.io.objectstore import in_layout, parse_url, safe_endpoint
+from tests.support.week import week_records
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 
@@ -32,9 +30,17 @@ ACCESS_KEY = "AKIAANALYZERTEST0001"
 SECRET_KEY = "never-print-this-secret-" + uuid.uuid4().hex
 
 
+def _need(module: str):
+    """``module``, imported when a test needs it (not at collection: moto's server and boto3 take
+    about a second to import, in every worker that collects this file); a test without it is
+    skipped, except in CI where it is a dependency and its absence an error."""
+    return importlib.import_module(module) if os.environ.get("CI") else pytest.importorskip(module)
+
+
 @pytest.fixture(scope="module")
 def endpoint():
     """A moto S3 server on a free loopback port, for this module."""
+    moto_server = _need("moto.server")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,7 +67,7 @@ def env(tmp_path, endpoint) -> dict[str, str]:
 @pytest.fixture
 def bucket(endpoint):
     """A fresh bucket with a week in the proxy's layout; yields (name, put)."""
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+    s3 = _need("boto3").client("s3", endpoint_url=endpoint, region_name="us-east-1",
                       aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
     name = f"proxy-logs-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=name)
