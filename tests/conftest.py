@@ -5,12 +5,15 @@ Servers started here bind 127.0.0.1 only and are stopped when the test ends.
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
 from tests.support.ingesting import ingest_records
 from tests.support.proxy import LadderProxy
+from tests.support.readme_run import run_first_command
 from tests.support.upstream import FaultyUpstream
 
 # ---------------------------------------------------------------------------
@@ -76,3 +79,15 @@ def ingested(tmp_path) -> Iterator[Callable[..., Any]]:
     yield make
     for con in opened:
         con.close()
+
+
+# ---------------------------------------------------------------------------
+# The README's first command, run once (tests/support/readme_run.py)
+
+
+@pytest.fixture(scope="session")
+def readme_week(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The folder the README's first command ran in (``sample_logs/``, ``analyzer.duckdb``) and
+    the finished process. Read only: a test that writes there takes a copy."""
+    folder = tmp_path_factory.mktemp("readme-week")
+    return folder, run_first_command(folder)

@@ -44,19 +44,20 @@ RUNNABLE = [p for p in PAGES if examples(p)]
 
 
 @pytest.fixture(scope="module")
-def clone(tmp_path_factory) -> Path:
+def clone(tmp_path_factory, readme_week) -> Path:
     """A folder laid out as the repository root after the README's first command.
 
-    ``sample_logs/`` links to the repository's; the README's first command ran there
-    (relative paths, as a newcomer types them), and its database is kept aside as
+    That command ran once for the session (tests/support/readme_run.py: a new
+    interpreter, relative paths, as a newcomer types it, in a folder holding a copy of
+    ``sample_logs/``); here ``sample_logs/`` links to that copy, so the files the
+    database names are the clone's own, and its database is kept aside as
     ``.pristine.duckdb`` for each page to start from.
     """
-    root = tmp_path_factory.mktemp("clone")
-    (root / "sample_logs").symlink_to(REPO / "sample_logs")
-    proc = subprocess.run([sys.executable, "-m", "analyzer", "sample_logs/s3", "sample_logs/kubectl", "--metrics",
-                           "sample_logs/metrics", "--db", ".pristine.duckdb"], cwd=root, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    folder, proc = readme_week
     assert proc.returncode == 0, proc.stderr
+    root = tmp_path_factory.mktemp("clone")
+    (root / "sample_logs").symlink_to(folder / "sample_logs")
+    shutil.copy(folder / "analyzer.duckdb", root / ".pristine.duckdb")
     return root
 
 

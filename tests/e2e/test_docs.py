@@ -16,6 +16,7 @@ import pytest
 from analyzer.cli.app import app
 from analyzer.store.db import connect
 from analyzer.store.catalog import load_queries
+from tests.support.readme_run import first_command
 from tests.support.repo import REPO
 
 ROOT = REPO
@@ -112,27 +113,19 @@ def test_the_readme_summary_is_an_excerpt_of_the_sample_summary():
         assert i < len(whole), f"README's summary line is not in docs/sample-summary.md (in order): {line!r}"
 
 
-def test_the_sample_summary_is_what_the_readme_command_prints(tmp_path):
+def test_the_sample_summary_is_what_the_readme_command_prints(readme_week):
     """docs/sample-summary.md is the README's first command's output, byte for byte:
     run for real, as the page says: in a folder holding a copy of sample_logs/ and
-    no database yet, with no ``--db`` and no ``$ANALYZER_DB``, stdout a pipe."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-
+    no database yet, with no ``--db`` and no ``$ANALYZER_DB``, stdout a pipe
+    (tests/support/readme_run.py; the run is shared with other tests of the session)."""
     whole_doc = (ROOT / "docs" / "sample-summary.md").read_text(encoding="utf-8")
     block = re.search(r"^```text\n(.*?)^```", whole_doc, flags=re.M | re.S)
-    first = re.search(r"^pip install -e \. && (analyze .*)$", README, flags=re.M)
-    assert block and first, "docs/sample-summary.md has no text block, or the README no `pip install -e . && analyze ...`"
-    expected, command = block.group(1), first.group(1).split()
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ANALYZER_DB")}  # as a plain shell's
-    shutil.copytree(ROOT / "sample_logs", tmp_path / "sample_logs")
-    proc = subprocess.run([sys.executable, "-m", "analyzer", *command[1:]],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)
+    assert block and first_command(), \
+        "docs/sample-summary.md has no text block, or the README no `pip install -e . && analyze ...`"
+    folder, proc = readme_week
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "analyzer.duckdb").exists()
-    assert proc.stdout == expected
+    assert (folder / "analyzer.duckdb").exists()
+    assert proc.stdout == block.group(1)
 
 
 # ---------------------------------------------------------------------------

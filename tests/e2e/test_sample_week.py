@@ -23,6 +23,7 @@ from analyzer.classification.turns import refresh_turns
 from analyzer.ingestion.logs import ingest
 from analyzer.jobs.metrics import load_metrics
 from analyzer.store.db import connect
+from tests.support.readme_run import first_command
 from tests.support.repo import REPO
 
 SAMPLE = REPO / "sample_logs"
@@ -53,11 +54,15 @@ def test_the_shapes_are_all_in_the_week():
     assert any(e.get("frozen") for e in TRUTH["episodes"])
 
 
-def test_every_turn_is_in_its_true_class_from_chunks_and_stdout(tmp_path):
-    got = classes(tmp_path, [str(SAMPLE / "s3"), str(SAMPLE / "kubectl")])
-    assert not mismatches(got)
-    con = connect(tmp_path / "week.duckdb")
+def test_every_turn_is_in_its_true_class_from_chunks_and_stdout(readme_week):
+    # The README's command is this one (chunks, stdout and metrics); its run is the session's.
+    folder, proc = readme_week
+    assert proc.returncode == 0, proc.stderr
+    assert first_command() == ["analyze", "sample_logs/s3", "sample_logs/kubectl", "--metrics", "sample_logs/metrics"]
+    con = connect(folder / "analyzer.duckdb", read_only=True)
     try:
+        got = dict(con.execute("SELECT request_id, incident_class FROM turns").fetchall())
+        assert not mismatches(got)
         # The 0-token reasoning turns, the repaired leaks and the refused budgets are there, as logged.
         zero, repaired = con.execute(
             "SELECT count(*) FILTER (WHERE incident_class = 'answer-in-reasoning' AND completion_tokens = 0), "
