@@ -269,7 +269,8 @@ def leaky_prometheus() -> Iterator[dict]:
             self.wfile.write(body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},  # shutdown() waits a poll
+                              daemon=True)
     thread.start()
     state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
     try:
