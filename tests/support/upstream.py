@@ -447,7 +447,7 @@ class FaultyUpstream:
             return self
         self._state.stopping.clear()
         self._server = _Server(self._state)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},  # stop() waits a poll
                                         name="faulty-upstream", daemon=True)
         self._thread.start()
         return self
