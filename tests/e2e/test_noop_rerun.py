@@ -17,6 +17,8 @@ from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.outputs.summary_cache import cached_summary
 from analyzer.classification.turns import records_signature, refresh_turns
+from tests.support.cli import Ran
+from tests.support.cli import analyze
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
 
 # The notebook's DataFrame library: the command line imports every command's job at its
@@ -57,6 +59,12 @@ def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]
     return p, json.loads(listing.read_text(encoding="utf-8"))
 
 
+def _here(tmp_path: Path, *args: str) -> Ran:
+    """The command in this process (tests/support/cli.py): for what a run prints, where the modules a
+    fresh interpreter loads are not looked at (the summary cache is in the database, not the process)."""
+    return analyze(*args, cwd=tmp_path)
+
+
 def _top(modules: list[str]) -> set[str]:
     return {m.split(".")[0] for m in modules}
 
@@ -81,17 +89,17 @@ def test_the_rerun_prints_what_a_fresh_summary_prints(tmp_path):
     """The re-run's summary (from the summary cache) is the one computed from the tables,
     apart from this run's own parts (its ingest report and metric loads)."""
     logs, db = _chunks(tmp_path / "s3"), str(tmp_path / "a.duckdb")
-    first, _ = _run(tmp_path, str(logs), "--db", db, "--json")
-    again, _ = _run(tmp_path, str(logs), "--db", db, "--json")
-    stored, _ = _run(tmp_path, "--db", db, "--json")  # no files: the summary of what the database holds
+    first = _here(tmp_path, str(logs), "--db", db, "--json")
+    again = _here(tmp_path, str(logs), "--db", db, "--json")
+    stored = _here(tmp_path, "--db", db, "--json")  # no files: the summary of what the database holds
     a, b, c = (json.loads(p.stdout) for p in (first, again, stored))
     for doc in (a, b):
         doc.pop("ingest")
         assert doc["metrics"].pop("loads") == []
     assert a == b == c
     # the table form too: everything but the ingest line is the same
-    table, _ = _run(tmp_path, str(logs), "--db", db)
-    plain, _ = _run(tmp_path, "--db", db)
+    table = _here(tmp_path, str(logs), "--db", db)
+    plain = _here(tmp_path, "--db", db)
     assert table.returncode == 0 and "this run ingested 0 file(s) (4 unchanged)" in table.stdout
     assert [ln for ln in table.stdout.splitlines() if not ln.startswith("this run ingested")] == plain.stdout.splitlines()
 
@@ -99,11 +107,11 @@ def test_the_rerun_prints_what_a_fresh_summary_prints(tmp_path):
 def test_a_rerun_that_finds_a_new_chunk_says_what_the_database_holds_now(tmp_path):
     """The re-run's 'what the database holds' is taken again as soon as a file was read."""
     logs, db = _chunks(tmp_path / "s3"), str(tmp_path / "a.duckdb")
-    first, _ = _run(tmp_path, str(logs), "--db", db, "--json")
+    first = _here(tmp_path, str(logs), "--db", db, "--json")
     later = logs / "2026-11-18" / "09-00-00-proxy-1-0000000a.jsonl"
     write_jsonl(later, [request("e00000ff", at(2 * 24 * 60), session="s9"),
                         response_ok("e00000ff", at(2 * 24 * 60 + 0.1), content="ok", session="s9")])
-    again, _ = _run(tmp_path, str(logs), "--db", db, "--json")
+    again = _here(tmp_path, str(logs), "--db", db, "--json")
     before, after = json.loads(first.stdout)["database"], json.loads(again.stdout)["database"]
     assert (before["files"], after["files"]) == (4, 5) and after["records"] == before["records"] + 2
     assert [p["first_day"] for p in after["periods"]] == ["2026-11-16", "2026-11-18"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -63,12 +64,33 @@ def week(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "s3" / "2026-11-16" / "14-00-00-proxy-1-0a1b2c3d.jsonl", _week_records())
 
 
-@pytest.fixture
-def week_db(week, tmp_path) -> Path:
-    db = tmp_path / "week.duckdb"
+def _ingested_week(week: Path, db: Path) -> Path:
+    """``week`` ingested into a new database ``db`` by the command."""
     p = analyze(str(week), "--db", str(db), "--json")
     assert p.returncode == 0, p.stderr
     return db
+
+
+@pytest.fixture(scope="module")
+def _built_week_db(tmp_path_factory) -> Path:
+    """The week ingested once for the module (an ingest is most of a second; copying the file, milliseconds).
+    Its log lives in the module's own folder: a test whose checks name the log's path or its source
+    folder uses ``own_week_db``."""
+    tmp = tmp_path_factory.mktemp("week")
+    week = write_jsonl(tmp / "s3" / "2026-11-16" / "14-00-00-proxy-1-0a1b2c3d.jsonl", _week_records())
+    return _ingested_week(week, tmp / "week.duckdb")
+
+
+@pytest.fixture
+def week_db(_built_week_db, tmp_path) -> Path:
+    """A copy of the module's week database, the test's own to write to."""
+    return Path(shutil.copy(_built_week_db, tmp_path / "week.duckdb"))
+
+
+@pytest.fixture
+def own_week_db(week, tmp_path) -> Path:
+    """The test's ``week`` ingested into a database of its own (the stored paths are the test's)."""
+    return _ingested_week(week, tmp_path / "week.duckdb")
 
 
 # ---------------------------------------------------------------------------
@@ -99,11 +121,11 @@ def test_a_mistyped_command_says_did_you_mean(tmp_path):
     assert not (tmp_path / "a.duckdb").exists()
 
 
-def test_a_closed_pipe_ends_quietly_with_0(week_db):
+def test_a_closed_pipe_ends_quietly_with_0(week, week_db):
     db = str(week_db)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = f"{sys.executable} -m analyzer.cli.app"
-    logs = ROOT / "sample_logs" / "s3"
+    logs = week.parent.parent  # a small folder new to the database (the sample logs took seconds to ingest)
     for cmd in (f"{py} --db {db} | head -1",
                 # the console script's own parse (its output fits the pipe's buffer: the exit code
                 # and a quiet stderr are checked here; a broken pipe by the cases above, same guard)
@@ -128,10 +150,16 @@ def _big_logs(folder: Path, files: int = 24, pairs: int = 1000) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def big_logs(tmp_path_factory) -> Path:
+    """The 24 logs the interrupted ingests read, written once for both (they only read them)."""
+    return _big_logs(tmp_path_factory.mktemp("big") / "big")
+
+
 # The console script's module (python -m analyzer) and the CLI module itself: the same typer app.
 @pytest.mark.parametrize("entry", ["analyzer", "analyzer.cli.app"])
-def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consistent(tmp_path, entry):
-    logs = _big_logs(tmp_path / "big")
+def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consistent(tmp_path, big_logs, entry):
+    logs = big_logs
     db = tmp_path / "big.duckdb"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANALYZER_BATCH_BYTES": "600000"}  # many small transactions
     proc = subprocess.Popen([sys.executable, "-m", entry, str(logs), "--db", str(db), "--json"],
@@ -162,6 +190,23 @@ def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consi
     assert summary["ingest"]["new_records"] == 2 * 24 * 1000 - stored and summary["turns"] == 24 * 1000
 
 
+def _wait_until_open(proc: subprocess.Popen, path: Path, timeout: float = 60) -> None:
+    """Wait until the process holds ``path`` open (a link in /proc/PID/fd): its imports are done and its
+    interrupt handler installed. A fixed sleep instead waited longer than needed or, on a loaded machine,
+    signalled an interpreter still importing (killed by the signal, -2)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
+            try:
+                if os.readlink(fd) == str(path):
+                    return
+            except OSError:  # closed meanwhile
+                continue
+        time.sleep(0.02)
+    pytest.fail(f"the process never opened {path}")
+
+
 @pytest.mark.parametrize("args", [
     ["sql", "SELECT sum(hash(range)) FROM range(100000000000)"],
     ["sql", "CREATE TABLE big AS SELECT range AS r, hash(range) AS h FROM range(3000000000)", "--write"],
@@ -171,7 +216,8 @@ def test_sigint_stops_a_long_statement_at_once(week_db, args):
     proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", *args, "--db", str(week_db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
-    time.sleep(2.0)
+    _wait_until_open(proc, week_db)
+    time.sleep(0.5)  # the statement follows the opening at once
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)  # ends within seconds, not when the statement would
@@ -245,19 +291,19 @@ def test_summary_from_the_database_alone(week_db, tmp_path):
     assert not (tmp_path / "none.duckdb").exists()
 
 
-def test_a_disjoint_period_and_a_new_source_are_reported(week, week_db, tmp_path):
+def test_a_disjoint_period_and_a_new_source_are_reported(week, own_week_db, tmp_path):
     later = write_jsonl(tmp_path / "s3" / "2026-12-14" / "14-00-00-proxy-1-0a1b2c3e.jsonl",
                         _week_records(day0=T0 + timedelta(days=28), prefix=0xd1000000))
-    p = analyze(str(later), "--db", str(week_db), "--json")
+    p = analyze(str(later), "--db", str(own_week_db), "--json")
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     assert [n for n in s["notes"] if "a period apart from what the database held (2026-11-16 .. 2026-11-21)" in n]
     assert s["database"]["periods"] == [{"first_day": "2026-11-16", "last_day": "2026-11-21"},
                                         {"first_day": "2026-12-14", "last_day": "2026-12-19"}]
-    p = analyze("--db", str(week_db))
+    p = analyze("--db", str(own_week_db))
     assert "in 2 separate periods" in p.stdout
     stdout_copy = write_stdout(tmp_path / "kubectl" / "glm-proxy-1.log", _week_records())
-    p = analyze(str(stdout_copy), "--db", str(week_db))
+    p = analyze(str(stdout_copy), "--db", str(own_week_db))
     assert p.returncode == 0, p.stderr
     assert "note: this run added 1 new source(s): " + str(tmp_path / "kubectl") in p.stdout
     assert "period apart" not in p.stdout
@@ -281,8 +327,10 @@ def _pods_metrics(path: Path, pods=("glm-5-7d4b9c6f-abcde", "glm-5-7d4b9c6f-fghi
     return path
 
 
-@pytest.fixture
-def pods_db(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def _built_pods_db(tmp_path_factory) -> Path:
+    """The two pods' logs and metrics ingested once for the module (``pods_db`` copies it)."""
+    tmp_path = tmp_path_factory.mktemp("pods")
     recs = []
     for i in range(90):
         rid = f"{0xe0000000 + i:08x}"
@@ -295,6 +343,12 @@ def pods_db(tmp_path) -> Path:
     p = analyze(str(logs), "--metrics", str(_pods_metrics(tmp_path / "m.csv")), "--db", str(db))
     assert p.returncode == 0, p.stderr
     return db
+
+
+@pytest.fixture
+def pods_db(_built_pods_db, tmp_path) -> Path:
+    """A copy of the module's two-pods database, the test's own to write to."""
+    return Path(shutil.copy(_built_pods_db, tmp_path / "pods.duckdb"))
 
 
 def _windows(db: Path) -> list:
@@ -323,38 +377,38 @@ def test_a_one_off_wedge_window_leaves_the_stored_windows_alone(pods_db):
     assert json.loads(p.stdout) == [{"value": "3600.0"}]
 
 
-def test_forget_by_path_and_by_range_and_rederive(week, week_db, tmp_path):
+def test_forget_by_path_and_by_range_and_rederive(week, own_week_db, tmp_path):
     # the kubectl copy of the same records, and a malformed line of its own
     kube = write_stdout(tmp_path / "kubectl" / "glm-proxy-1.log", _week_records())
     with kube.open("a") as f:
         f.write('✓ RESPONSE: {"cut\n')
-    p = analyze(str(kube), "--db", str(week_db), "--json")
+    p = analyze(str(kube), "--db", str(own_week_db), "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["quarantined_lines"] == 1
 
-    p = analyze("forget", str(week.parent.parent), "--db", str(week_db), "--dry-run")
+    p = analyze("forget", str(week.parent.parent), "--db", str(own_week_db), "--dry-run")
     assert p.returncode == 0 and "would forget 1 file(s): 12 records" in p.stdout
-    p = analyze("forget", str(week.parent.parent), "--db", str(week_db), "--json")
+    p = analyze("forget", str(week.parent.parent), "--db", str(own_week_db), "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["files"] == [str(week)] and r["records"] == 12 and r["reread"] == [str(kube)]
     # the kubectl copies come back: the same summary as a database of the kubectl file alone
     alone = tmp_path / "alone.duckdb"
     expected = json.loads(analyze(str(kube), "--db", str(alone), "--json").stdout)
-    got = json.loads(analyze("--db", str(week_db), "--json").stdout)
+    got = json.loads(analyze("--db", str(own_week_db), "--json").stdout)
     for key in ("turns", "sessions", "classes", "quarantined_lines"):
         assert got[key] == expected[key], key
     assert [s["source"] for s in got["database"]["sources"]] == [str(kube.parent)]
 
-    p = analyze("forget", str(kube), "--db", str(week_db), "--json")
+    p = analyze("forget", str(kube), "--db", str(own_week_db), "--json")
     r = json.loads(p.stdout)
     assert r["quarantined"] == 1 and r["records"] == 12
     got = json.loads(analyze("sql", "SELECT (SELECT count(*) FROM records) AS r, (SELECT count(*) FROM quarantine) AS q, "
-                             "(SELECT count(*) FROM source_files) AS f", "-f", "json", "--db", str(week_db)).stdout)
+                             "(SELECT count(*) FROM source_files) AS f", "-f", "json", "--db", str(own_week_db)).stdout)
     assert got == [{"r": 0, "q": 0, "f": 0}]
 
-    p = analyze("forget", "no/such/file.jsonl", "--db", str(week_db))
+    p = analyze("forget", "no/such/file.jsonl", "--db", str(own_week_db))
     assert p.returncode == ExitCode.USAGE and "no file in the database matches" in one_error_line(p)
-    p = analyze("forget", "--db", str(week_db))
+    p = analyze("forget", "--db", str(own_week_db))
     assert p.returncode == ExitCode.USAGE
 
 
