@@ -15,6 +15,7 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.core.errors import InputError
+from tests.support.blank import blank_db
 from tests.support.ingesting import run
 from tests.support.records import (
     NAKED_500,
@@ -47,7 +48,8 @@ def _count(con, sql: str, params=None) -> int:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return tmp_path / "analyzer.duckdb"
+    """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
+    return blank_db(tmp_path / "analyzer.duckdb")
 
 
 def test_s3_jsonl_and_kubectl_copies_count_once(tmp_path, db):

@@ -20,6 +20,7 @@ import pytest
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.classification.turns import refresh_turns
+from tests.support.blank import blank_db
 from tests.support.ingesting import run
 from tests.support.peak_rss import run_with_peak_rss
 from tests.support.records import (
@@ -56,7 +57,8 @@ def q(db: Path, sql: str, params=None) -> list[tuple]:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return tmp_path / "analyzer.duckdb"
+    """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
+    return blank_db(tmp_path / "analyzer.duckdb")
 
 
 # -- multi-pod stdout -------------------------------------------------------
