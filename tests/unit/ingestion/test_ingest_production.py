@@ -35,7 +35,7 @@ from tests.support.records import (
     stdout_line,
     write_jsonl,
 )
-from tests.support.cli import analyze
+from tests.support.cli import analyze, pipe_of
 
 
 def _pairs(n: int, start: float = 0.0, session: str = "s-1", prefix: int = 0xb0000000) -> list[dict]:
@@ -341,9 +341,9 @@ def test_standard_input_from_a_pipe(tmp_path, compress):
     data = gzip.compress(text) if compress else text
     db = tmp_path / "a.duckdb"
     for arg in ("-", "/dev/stdin"):
-        p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", arg, "--db", str(db), "--json"],
-                           input=data, capture_output=True)
-        assert p.returncode == 0, p.stderr.decode()
+        with pipe_of(data) as stdin:  # a real pipe, read in this process
+            p = analyze(arg, "--db", db, "--json", stdin=stdin)
+        assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["ingest"]["new_records"] == 0 and doc["turns"] == 5  # the second read added nothing
     assert q(db, "SELECT count(*) FROM records") == [(10,)]
