@@ -234,7 +234,7 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
         for k in range(300):
             recs.extend(_pairs(1, start=d * 1440 + k * 2, session=f"s-{d}-{k}"))
         write_jsonl(logs / f"2026-11-{16 + d % 7}/chunk-{d:02d}.jsonl", recs)
-    reference = tmp_path / "reference.duckdb"
+    reference = blank_db(tmp_path / "reference.duckdb")
     run(reference, [logs])
     ref = connect(reference)
     expected = ref.execute("SELECT count(*), count(DISTINCT file_id) FROM records").fetchall()[0]

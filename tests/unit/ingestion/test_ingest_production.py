@@ -229,7 +229,7 @@ def test_the_cli_lists_skipped_files_and_exits_as_documented(tmp_path):
     logs = tmp_path / "logs"
     write_jsonl(logs / "good.jsonl", _pairs(2))
     (logs / "notes.txt").write_text("not a log\n")
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "skipped" in p.stderr and "notes.txt" in p.stderr
@@ -295,7 +295,7 @@ def test_a_big_file_is_many_transactions_and_a_killed_run_resumes_inside_it(tmp_
     for k in range(400):
         recs.extend(_pairs(2, start=k * 3, session=f"s-{k}", prefix=0xa0000000 + k * 10))
     path = write_jsonl(tmp_path / ("week.jsonl.gz" if compress else "week.jsonl"), recs, compress=compress)
-    reference = tmp_path / "ref.duckdb"
+    reference = blank_db(tmp_path / "ref.duckdb")
     run(reference, [path])
     expected = q(reference, "SELECT count(*), count(DISTINCT request_id), sum(line_no) FROM records")[0]
     assert expected[0] == 1600
@@ -419,7 +419,7 @@ def test_prometheus_exports_among_the_logs_are_loaded_as_metrics(tmp_path):
         {"metric": {"__name__": "up", "pod": "glm-5-0", "model_name": "glm-5"},
          "values": [[1763251200 + 30 * i, "1"] for i in range(10)]}]}}
     (logs / "up.json").write_text(json.dumps(doc, indent=2))
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "loaded as metrics" in p.stderr
