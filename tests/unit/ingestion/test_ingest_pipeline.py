@@ -145,7 +145,7 @@ def test_a_run_killed_between_storing_and_finishing_a_batch_is_undone_then_compl
     expected = reference.report
     assert expected.new_records == 600 and expected.duplicates == 50
 
-    db = tmp_path / "killed.duckdb"
+    db = blank_db(tmp_path / "killed.duckdb")  # a copy of an empty one: creating it is not under test
     # The process dies (no clean-up runs) once the third batch is stored and before it is finished.
     script = f"""
 import os
@@ -238,7 +238,7 @@ def test_reading_ahead_keeps_the_lines_in_flight_under_their_budget(tmp_path):
     """The batch read while others are stored or finished is cut so that together they stay
     within ANALYZER_FLIGHT_BYTES (give or take one read block)."""
     path = _big_file(tmp_path)
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     script = f"""
 import json
 import analyzer.ingestion.logs as ing

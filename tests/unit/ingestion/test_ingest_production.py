@@ -213,7 +213,7 @@ def test_unreadable_files_and_folders_are_reported(tmp_path):
     if os.geteuid() == 0:
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"]
     try:
-        p = subprocess.run([*prefix, sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(tmp_path / "a.duckdb"),
+        p = subprocess.run([*prefix, sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(blank_db(tmp_path / "a.duckdb")),
                             "--json"], capture_output=True, text=True)
     finally:
         os.chmod(logs / "locked", 0o755)
@@ -259,7 +259,7 @@ def test_a_long_line_is_kept_and_a_longer_one_is_quarantined_without_losing_its_
     big = request("e0000001", at(9), messages=[{"role": "user", "content": "z" * (1024 * 1024)}])
     huge = request("e0000002", at(9.5), messages=[{"role": "user", "content": "y" * (5 * 1024 * 1024)}])
     path = write_jsonl(tmp_path / "full.jsonl", [recs[0], big, huge, recs[1]])
-    db_path = tmp_path / "a.duckdb"
+    db_path = blank_db(tmp_path / "a.duckdb")  # a copy of an empty one: creating it is not under test
     p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(path), "--db", str(db_path), "--json"],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
@@ -300,7 +300,7 @@ def test_a_big_file_is_many_transactions_and_a_killed_run_resumes_inside_it(tmp_
     expected = q(reference, "SELECT count(*), count(DISTINCT request_id), sum(line_no) FROM records")[0]
     assert expected[0] == 1600
 
-    db = tmp_path / "killed.duckdb"
+    db = blank_db(tmp_path / "killed.duckdb")
     env = dict(os.environ, ANALYZER_BATCH_BYTES="30000")  # a batch every ~60 lines
     # Stop the run by an exception inside the ingest after a few committed batches.
     script = f"""
@@ -339,7 +339,7 @@ def test_standard_input_from_a_pipe(tmp_path, compress):
     recs = _pairs(5)
     text = "".join(stdout_line(r) + "\n" for r in recs).encode()
     data = gzip.compress(text) if compress else text
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     for arg in ("-", "/dev/stdin"):
         with pipe_of(data) as stdin:  # a real pipe, read in this process
             p = analyze(arg, "--db", db, "--json", stdin=stdin)
