@@ -318,7 +318,7 @@ def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, d
     con.close()
 
 
-@pytest.mark.parametrize("messages", [
+MESSAGE_CASES = [
     [{"role": "user", "content": "q"}],
     [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": []}],
     [{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
@@ -328,33 +328,72 @@ def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, d
     [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}],
     [{"role": "assistant", "content": "x", "function_call": None}],
     [{"role": "user", "content": "q", "tool_calls": [{"id": "c"}]}],
-])
-def test_sql_tool_history_from_messages_agrees_with_the_online_rule(tmp_path, db, messages):
+]
+
+
+@pytest.fixture(scope="module")
+def messages_db(tmp_path_factory) -> Path:
+    """One request per case of MESSAGE_CASES (request id ``eeee000N`` for case N), ingested together.
+
+    Each line is parsed and judged on its own (json_transform with the record's fixed
+    shape), so one run holds every case as a run of each alone would."""
+    tmp = tmp_path_factory.mktemp("messages")
+    recs = [request(f"eeee{i:04d}", at(i), messages=m) for i, m in enumerate(MESSAGE_CASES)]
+    db = blank_db(tmp / "analyzer.duckdb")
+    run(db, [write_jsonl(tmp / "m.jsonl", recs)])
+    return db
+
+
+@pytest.mark.parametrize("messages", MESSAGE_CASES)
+def test_sql_tool_history_from_messages_agrees_with_the_online_rule(messages_db, messages):
     """The one SQL copy of a rule (ingestion's messages_tool_history) must say what
     analyzer.online.has_tool_history says."""
     from analyzer.online import has_tool_history
 
-    run(db, [write_jsonl(tmp_path / "m.jsonl", [request("eeee0001", at(0), messages=messages)])])
-    con = connect(db)
-    assert con.execute("SELECT messages_tool_history FROM records").fetchall() == [(has_tool_history(messages),)]
-    con.close()
+    rid = f"eeee{MESSAGE_CASES.index(messages):04d}"
+    con = connect(messages_db, read_only=True)
+    try:
+        assert con.execute("SELECT messages_tool_history FROM records WHERE request_id = ?", [rid]
+                           ).fetchall() == [(has_tool_history(messages),)]
+    finally:
+        con.close()
 
 
-@pytest.mark.parametrize("value, count", [
+COUNTED_CASES = [
     (None, None), ([], 0), ([{"tool_call_id": "c1", "content": "rows"}], 1),
     ([{"tool_call_id": "c1", "content": "x" * 30_000}, {"tool_call_id": "c2", "content": "{\"a\": [1]}"}], 2),
     ([1, "two", None, [3]], 4), ("not a list", None), ({"tool_call_id": "c1"}, None), (7, None),
-])
-def test_counted_lists_keep_the_record_whatever_shape_they_have(tmp_path, db, value, count):
+]
+
+
+@pytest.fixture(scope="module")
+def counted_db(tmp_path_factory) -> tuple[Path, Path]:
+    """A request and its response per case of COUNTED_CASES (request id ``cccc000N`` for case N, the
+    value as both lists), ingested together; the database and the log file."""
+    tmp = tmp_path_factory.mktemp("counted")
+    recs = []
+    for i, (value, _) in enumerate(COUNTED_CASES):
+        rid = f"cccc{i:04d}"
+        recs += [request(rid, at(2 * i), tool_results=value),
+                 response_ok(rid, at(2 * i + 1), content="ok", extra={"tool_calls": value})]
+    path = write_jsonl(tmp / "c.jsonl", recs)
+    db = blank_db(tmp / "analyzer.duckdb")
+    run(db, [path])
+    return db, path
+
+
+@pytest.mark.parametrize("value, count", COUNTED_CASES)
+def test_counted_lists_keep_the_record_whatever_shape_they_have(counted_db, value, count):
     """tool_results_this_turn and tool_calls are counted, never stored: any JSON value
     gives its element count when it is a list, NULL otherwise, and the record itself
     (its other columns and its raw line) is kept as it was read."""
-    req = request("cccc0001", at(0), tool_results=value)
-    resp = response_ok("cccc0001", at(1), content="ok", extra={"tool_calls": value})
-    path = write_jsonl(tmp_path / "c.jsonl", [req, resp])
-    run(db, [path])
-    con = connect(db)
-    rows = con.execute("SELECT type, tool_results_count, tool_call_count, model, raw FROM records ORDER BY ts").fetchall()
-    con.close()
+    db, path = counted_db
+    i = COUNTED_CASES.index((value, count))
+    con = connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT type, tool_results_count, tool_call_count, model, raw FROM records "
+                           "WHERE request_id = ? ORDER BY ts", [f"cccc{i:04d}"]).fetchall()
+    finally:
+        con.close()
     assert [r[:4] for r in rows] == [("request", count, None, "glm-5"), ("response", None, count, "glm-5")]
-    assert [r[4] for r in rows] == path.read_text().splitlines()
+    assert [r[4] for r in rows] == path.read_text().splitlines()[2 * i: 2 * i + 2]
