@@ -260,8 +260,12 @@ def test_a_long_line_is_kept_and_a_longer_one_is_quarantined_without_losing_its_
     huge = request("e0000002", at(9.5), messages=[{"role": "user", "content": "y" * (5 * 1024 * 1024)}])
     path = write_jsonl(tmp_path / "full.jsonl", [recs[0], big, huge, recs[1]])
     db_path = blank_db(tmp_path / "a.duckdb")  # a copy of an empty one: creating it is not under test
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", str(path), "--db", str(db_path), "--json"],
-                       capture_output=True, text=True, env=env)
+    # A fresh interpreter reads the bound when it imports the reader; it ingests and classifies as
+    # `analyze FILES` does (the commands' writing connection), without loading the whole command line.
+    script = ("from analyzer.store.db import connect_writer; from analyzer.ingestion.logs import ingest; "
+              "from analyzer.classification.turns import refresh_turns; "
+              f"con = connect_writer({str(db_path)!r}); ingest(con, [{str(path)!r}]); refresh_turns(con); con.close()")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     assert q(db_path, "SELECT count(*) FROM records") == [(3,)]
     rows = q(db_path, "SELECT line_no, reason FROM quarantine")
