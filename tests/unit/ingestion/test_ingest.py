@@ -248,8 +248,13 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
         for leftover in (db, wal):
             if leftover.exists():
                 leftover.unlink()
-        proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        # The ingest as `analyze FILES` runs it (the commands' writing connection), without loading the
+        # whole command line first (over a second of imports on a loaded machine).
+        script = ("from analyzer.store.db import connect_writer; from analyzer.ingestion.logs import ingest; "
+                  "from analyzer.classification.turns import refresh_turns; "
+                  f"con = connect_writer({str(db)!r}); ingest(con, [{str(logs)!r}]); refresh_turns(con); con.close()")
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
         # Kill it once its write-ahead log holds a dozen finished batches (~0.5 MB of the several MB the whole run
         # writes; the first ~0.2 MB are the new database's tables and batches stored but not yet finished): the
         # run is then surely under way and far from done, whatever the machine's load did to its start-up.
