@@ -19,8 +19,11 @@ from __future__ import annotations
 import io
 import os
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+import threading
+import typing
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
+from typing import Iterator
 
 
 @dataclass
@@ -41,10 +44,10 @@ class _Text(io.StringIO):
 
 
 def analyze(*args: str | os.PathLike, cwd: str | os.PathLike | None = None, env: dict | None = None,
-            input: str | None = None, **_ignored) -> Ran:
+            input: str | None = None, stdin: typing.IO | None = None, **_ignored) -> Ran:
     """Run ``analyze ARGS`` here; ``env`` replaces the environment for the run (as subprocess's ``env=``),
-    ``input`` is stdin's text. Keyword arguments a ``subprocess.run`` call would take (``timeout``...) are
-    accepted and ignored."""
+    ``input`` is stdin's text, or ``stdin`` the file standard input is (:func:`pipe_of`: a real pipe).
+    Keyword arguments a ``subprocess.run`` call would take (``timeout``...) are accepted and ignored."""
     from analyzer.cli.app import main
 
     argv = [str(a) for a in args]
@@ -57,7 +60,7 @@ def analyze(*args: str | os.PathLike, cwd: str | os.PathLike | None = None, env:
             os.environ.update({k: str(v) for k, v in env.items()})
         if cwd is not None:
             os.chdir(cwd)
-        sys.stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+        sys.stdin = stdin if stdin is not None else io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 main(argv)
@@ -69,6 +72,31 @@ def analyze(*args: str | os.PathLike, cwd: str | os.PathLike | None = None, env:
         os.environ.clear()
         os.environ.update(saved_env)
     return Ran(argv, code, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def pipe_of(data: bytes) -> Iterator[typing.IO]:
+    """Standard input as a pipe gives it (a real one: no seeking, read through its descriptor) holding ``data``.
+
+    A thread writes ``data`` and closes the writing end, so the reader sees the end of input; the
+    reading end is closed on the way out."""
+    read_fd, write_fd = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_fd, "wb") as w:
+            try:
+                w.write(data)
+            except BrokenPipeError:  # the reader stopped early: what it read is the test's to judge
+                pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    with os.fdopen(read_fd, "r", encoding="utf-8") as r:
+        try:
+            yield r
+        finally:
+            r.close()  # before joining: a writer blocked on a full pipe gets its broken pipe
+            writer.join(timeout=30)
 
 
 def one_error_line(ran: Ran) -> str:

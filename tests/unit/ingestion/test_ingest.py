@@ -15,6 +15,7 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.core.errors import InputError
+from tests.support.blank import blank_db
 from tests.support.ingesting import run
 from tests.support.records import (
     NAKED_500,
@@ -47,7 +48,8 @@ def _count(con, sql: str, params=None) -> int:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return tmp_path / "analyzer.duckdb"
+    """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
+    return blank_db(tmp_path / "analyzer.duckdb")
 
 
 def test_s3_jsonl_and_kubectl_copies_count_once(tmp_path, db):
@@ -232,24 +234,35 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
         for k in range(300):
             recs.extend(_pairs(1, start=d * 1440 + k * 2, session=f"s-{d}-{k}"))
         write_jsonl(logs / f"2026-11-{16 + d % 7}/chunk-{d:02d}.jsonl", recs)
-    reference = tmp_path / "reference.duckdb"
+    reference = blank_db(tmp_path / "reference.duckdb")
     run(reference, [logs])
     ref = connect(reference)
     expected = ref.execute("SELECT count(*), count(DISTINCT file_id) FROM records").fetchall()[0]
     ref.close()
 
     db = tmp_path / "killed.duckdb"
-    env = dict(os.environ, ANALYZER_BATCH_BYTES="20000")  # many small transactions
+    wal = Path(str(db) + ".wal")
+    env = dict(os.environ, ANALYZER_BATCH_BYTES="20000")  # many small transactions: ~15 s for the whole run
     killed_mid_run = False
-    for delay in (0.4, 0.8, 1.2, 1.6, 2.4, 3.2, 4.8, 6.4, 9.6):  # a loaded machine starts slowly
-        if db.exists():
-            db.unlink()
-        wal = Path(str(db) + ".wal")
-        if wal.exists():
-            wal.unlink()
-        proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(db), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        time.sleep(delay)
+    for _attempt in range(3):
+        for leftover in (db, wal):
+            if leftover.exists():
+                leftover.unlink()
+        # The ingest as `analyze FILES` runs it (the commands' writing connection), without loading the
+        # whole command line first (over a second of imports on a loaded machine).
+        script = ("from analyzer.store.db import connect_writer; from analyzer.ingestion.logs import ingest; "
+                  "from analyzer.classification.turns import refresh_turns; "
+                  f"con = connect_writer({str(db)!r}); ingest(con, [{str(logs)!r}]); refresh_turns(con); con.close()")
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
+        # Kill it once its write-ahead log holds a dozen finished batches (~0.5 MB of the several MB the whole run
+        # writes; the first ~0.2 MB are the new database's tables and batches stored but not yet finished): the
+        # run is then surely under way and far from done, whatever the machine's load did to its start-up.
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if wal.exists() and wal.stat().st_size > 500_000:
+                break
+            time.sleep(0.01)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
@@ -310,7 +323,7 @@ def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, d
     con.close()
 
 
-@pytest.mark.parametrize("messages", [
+MESSAGE_CASES = [
     [{"role": "user", "content": "q"}],
     [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": []}],
     [{"role": "user", "content": "q"}, {"role": "assistant", "content": None,
@@ -320,33 +333,72 @@ def test_timestamps_with_an_offset_are_stored_in_utc_and_deduplicate(tmp_path, d
     [{"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}],
     [{"role": "assistant", "content": "x", "function_call": None}],
     [{"role": "user", "content": "q", "tool_calls": [{"id": "c"}]}],
-])
-def test_sql_tool_history_from_messages_agrees_with_the_online_rule(tmp_path, db, messages):
+]
+
+
+@pytest.fixture(scope="module")
+def messages_db(tmp_path_factory) -> Path:
+    """One request per case of MESSAGE_CASES (request id ``eeee000N`` for case N), ingested together.
+
+    Each line is parsed and judged on its own (json_transform with the record's fixed
+    shape), so one run holds every case as a run of each alone would."""
+    tmp = tmp_path_factory.mktemp("messages")
+    recs = [request(f"eeee{i:04d}", at(i), messages=m) for i, m in enumerate(MESSAGE_CASES)]
+    db = blank_db(tmp / "analyzer.duckdb")
+    run(db, [write_jsonl(tmp / "m.jsonl", recs)])
+    return db
+
+
+@pytest.mark.parametrize("messages", MESSAGE_CASES)
+def test_sql_tool_history_from_messages_agrees_with_the_online_rule(messages_db, messages):
     """The one SQL copy of a rule (ingestion's messages_tool_history) must say what
     analyzer.online.has_tool_history says."""
     from analyzer.online import has_tool_history
 
-    run(db, [write_jsonl(tmp_path / "m.jsonl", [request("eeee0001", at(0), messages=messages)])])
-    con = connect(db)
-    assert con.execute("SELECT messages_tool_history FROM records").fetchall() == [(has_tool_history(messages),)]
-    con.close()
+    rid = f"eeee{MESSAGE_CASES.index(messages):04d}"
+    con = connect(messages_db, read_only=True)
+    try:
+        assert con.execute("SELECT messages_tool_history FROM records WHERE request_id = ?", [rid]
+                           ).fetchall() == [(has_tool_history(messages),)]
+    finally:
+        con.close()
 
 
-@pytest.mark.parametrize("value, count", [
+COUNTED_CASES = [
     (None, None), ([], 0), ([{"tool_call_id": "c1", "content": "rows"}], 1),
     ([{"tool_call_id": "c1", "content": "x" * 30_000}, {"tool_call_id": "c2", "content": "{\"a\": [1]}"}], 2),
     ([1, "two", None, [3]], 4), ("not a list", None), ({"tool_call_id": "c1"}, None), (7, None),
-])
-def test_counted_lists_keep_the_record_whatever_shape_they_have(tmp_path, db, value, count):
+]
+
+
+@pytest.fixture(scope="module")
+def counted_db(tmp_path_factory) -> tuple[Path, Path]:
+    """A request and its response per case of COUNTED_CASES (request id ``cccc000N`` for case N, the
+    value as both lists), ingested together; the database and the log file."""
+    tmp = tmp_path_factory.mktemp("counted")
+    recs = []
+    for i, (value, _) in enumerate(COUNTED_CASES):
+        rid = f"cccc{i:04d}"
+        recs += [request(rid, at(2 * i), tool_results=value),
+                 response_ok(rid, at(2 * i + 1), content="ok", extra={"tool_calls": value})]
+    path = write_jsonl(tmp / "c.jsonl", recs)
+    db = blank_db(tmp / "analyzer.duckdb")
+    run(db, [path])
+    return db, path
+
+
+@pytest.mark.parametrize("value, count", COUNTED_CASES)
+def test_counted_lists_keep_the_record_whatever_shape_they_have(counted_db, value, count):
     """tool_results_this_turn and tool_calls are counted, never stored: any JSON value
     gives its element count when it is a list, NULL otherwise, and the record itself
     (its other columns and its raw line) is kept as it was read."""
-    req = request("cccc0001", at(0), tool_results=value)
-    resp = response_ok("cccc0001", at(1), content="ok", extra={"tool_calls": value})
-    path = write_jsonl(tmp_path / "c.jsonl", [req, resp])
-    run(db, [path])
-    con = connect(db)
-    rows = con.execute("SELECT type, tool_results_count, tool_call_count, model, raw FROM records ORDER BY ts").fetchall()
-    con.close()
+    db, path = counted_db
+    i = COUNTED_CASES.index((value, count))
+    con = connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT type, tool_results_count, tool_call_count, model, raw FROM records "
+                           "WHERE request_id = ? ORDER BY ts", [f"cccc{i:04d}"]).fetchall()
+    finally:
+        con.close()
     assert [r[:4] for r in rows] == [("request", count, None, "glm-5"), ("response", None, count, "glm-5")]
-    assert [r[4] for r in rows] == path.read_text().splitlines()
+    assert [r[4] for r in rows] == path.read_text().splitlines()[2 * i: 2 * i + 2]

@@ -16,6 +16,8 @@ from analyzer.core.errors import ExitCode, InputError
 from analyzer.store.asking import ask
 from analyzer.store.db import connect
 from tests.support import litellm as L
+from tests.support.blank import blank_db
+from tests.support.cli import analyze, pipe_of
 from tests.support.ingesting import run
 
 NAKED_500 = L.error(500, "InternalServerError", "litellm.InternalServerError: InternalServerError: "
@@ -72,7 +74,7 @@ def _classes(db) -> dict[str, str]:
 def test_every_call_is_one_turn_in_the_class_its_content_says(tmp_path):
     payloads, truth = _week()
     L.write_objects(tmp_path / "logs", payloads)
-    report = run(tmp_path / "a.duckdb", [tmp_path / "logs"])
+    report = run(blank_db(tmp_path / "a.duckdb"), [tmp_path / "logs"])
     assert report.records == 2 * len(payloads) and report.lines == len(payloads) and report.quarantined == 0
     assert _classes(tmp_path / "a.duckdb") == truth
     con = connect(tmp_path / "a.duckdb", read_only=True)
@@ -107,7 +109,7 @@ def test_bad_objects_are_quarantined_with_file_and_line_and_nothing_is_read_twic
     (logs / "2026-11-16" / "settings.json").write_text('{"call_type": "acompletion"}')
     # the same objects copied elsewhere: one record each, whatever the path
     shutil.copytree(logs / "2026-11-16", tmp_path / "copy")
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     report = run(db, [logs, tmp_path / "copy"])
     assert _classes(db) == truth
     assert report.new_records == 2 * len(payloads) and report.duplicates == 2 * len(payloads)
@@ -138,22 +140,20 @@ def test_strict_stops_on_a_bad_object(tmp_path):
     (logs / "2026-11-16" / "time-14-09-00-000000_bad.json").write_text('{"id": "x", "startTime": 1794837600.5, '
                                                                         '"call_type": "aembedding"}')
     with pytest.raises(InputError) as exc:
-        run(tmp_path / "a.duckdb", [logs], strict=True)
+        run(blank_db(tmp_path / "a.duckdb"), [logs], strict=True)
     assert exc.value.exit_code == ExitCode.BAD_INPUT and "time-14-09-00-000000_bad.json:1" in str(exc.value)
 
 
 def test_payloads_on_standard_input_gzip_included(tmp_path):
     """`... | analyze -`: LiteLLM's JSON lines, gzip-compressed, told from their first bytes."""
     import gzip
-    import subprocess
-    import sys
 
     payloads, truth = _week()
     data = gzip.compress("".join(json.dumps(p) + "\n" for p in payloads).encode())
     db = tmp_path / "a.duckdb"
-    # a process: stdin's bytes are under test (tests.support.cli.analyze takes text)
-    p = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "-", "--db", str(db), "--json"], input=data,
-                       capture_output=True, timeout=120)
-    assert p.returncode == 0, p.stderr.decode()
+    # stdin's bytes are under test: a real pipe holding them, read by the command in this process
+    with pipe_of(data) as stdin:
+        p = analyze("-", "--db", db, "--json", stdin=stdin)
+    assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["ingest"]["new_records"] == 2 * len(payloads)
     assert _classes(db) == truth

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -27,6 +28,7 @@ import analyzer.ingestion.logs as ingestion
 from analyzer.store.db import connect
 from analyzer.core.errors import InputError
 from analyzer.ingestion.logs import ingest
+from tests.support.blank import blank_db
 from tests.support.records import request, response_ok, at, write_jsonl
 from tests.support.repo import REPO
 
@@ -56,7 +58,8 @@ def _content(db: Path) -> dict:
 def _ingest(db: Path, inputs, monkeypatch, *, stores: int, batch_lines: int):
     monkeypatch.setattr(ingestion, "_STORES", stores)
     monkeypatch.setattr(ingestion, "BATCH_LINES", batch_lines)
-    con = connect(db)
+    # a new database is a copy of an empty one: creating it is not under test here
+    con = connect(db if db.exists() else blank_db(db))
     try:
         return ingest(con, [str(i) for i in inputs])
     finally:
@@ -68,8 +71,31 @@ def _counts(report) -> tuple:
             report.free_text, report.proxy_events, report.files_ingested)
 
 
-def test_two_store_connections_give_the_database_one_gives(tmp_path, monkeypatch):
-    one = _ingest(tmp_path / "one.duckdb", SAMPLE, monkeypatch, stores=1, batch_lines=700)
+@dataclass
+class _Reference:
+    """A database ingested once by one store connection, what its ingest reported and what it holds."""
+
+    db: Path
+    report: object
+    content: dict
+
+
+def _reference(tmp_path_factory, inputs, *, batch_lines: int) -> _Reference:
+    """Ingest ``inputs`` by one store connection in batches of ``batch_lines`` (for the module's tests to share)."""
+    db = tmp_path_factory.mktemp("reference") / "one.duckdb"
+    with pytest.MonkeyPatch.context() as mp:
+        report = _ingest(db, inputs, mp, stores=1, batch_lines=batch_lines)
+    return _Reference(db, report, _content(db))
+
+
+@pytest.fixture(scope="module")
+def sample_by_one(tmp_path_factory) -> _Reference:
+    """The sample week by one store connection in batches of 700 lines (several tests compare with it)."""
+    return _reference(tmp_path_factory, SAMPLE, batch_lines=700)
+
+
+def test_two_store_connections_give_the_database_one_gives(tmp_path, monkeypatch, sample_by_one):
+    one = sample_by_one.report
     # The first two batches are held in their stores until both are there: the two
     # stores surely overlap (a pipeline that stored one at a time would break the barrier).
     both_in = threading.Barrier(2, timeout=30)
@@ -86,7 +112,7 @@ def test_two_store_connections_give_the_database_one_gives(tmp_path, monkeypatch
     monkeypatch.setattr(ingestion._Ingest, "_store", store)
     assert one.new_records > 5000 and one.duplicates > 5000  # the sample week: copies to drop
     assert _counts(two) == _counts(one)
-    a, b = _content(tmp_path / "one.duckdb"), _content(tmp_path / "two.duckdb")
+    a, b = sample_by_one.content, _content(tmp_path / "two.duckdb")
     assert a["pending"] == b["pending"] == 0
     for name in _CONTENT:
         assert b[name] == a[name], name
@@ -105,13 +131,21 @@ def _big_file(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "week.jsonl", recs)
 
 
-def test_a_run_killed_between_storing_and_finishing_a_batch_is_undone_then_completed(tmp_path, monkeypatch):
-    path = _big_file(tmp_path)
-    reference = tmp_path / "reference.duckdb"
-    expected = _ingest(reference, [path], monkeypatch, stores=1, batch_lines=122_880)
+@pytest.fixture(scope="module")
+def big_by_one(tmp_path_factory) -> tuple[Path, _Reference]:
+    """``_big_file`` and its database by one store connection in one batch (the reference of two tests).
+
+    The tests only read the file, so they share it too."""
+    path = _big_file(tmp_path_factory.mktemp("big"))
+    return path, _reference(tmp_path_factory, [path], batch_lines=122_880)
+
+
+def test_a_run_killed_between_storing_and_finishing_a_batch_is_undone_then_completed(tmp_path, big_by_one):
+    path, reference = big_by_one
+    expected = reference.report
     assert expected.new_records == 600 and expected.duplicates == 50
 
-    db = tmp_path / "killed.duckdb"
+    db = blank_db(tmp_path / "killed.duckdb")  # a copy of an empty one: creating it is not under test
     # The process dies (no clean-up runs) once the third batch is stored and before it is finished.
     script = f"""
 import os
@@ -148,7 +182,7 @@ ing.ingest(connect({str(db)!r}), [{str(path)!r}])
     report = ingest(con, [str(path)])
     con.close()
     assert report.files_resumed == 1 and report.lines == 650 - lines_done
-    assert _content(db)["records"] == _content(reference)["records"]
+    assert _content(db)["records"] == reference.content["records"]
 
 
 def test_a_strict_failure_with_batches_in_flight_leaves_no_stored_batch(tmp_path, monkeypatch):
@@ -157,7 +191,7 @@ def test_a_strict_failure_with_batches_in_flight_leaves_no_stored_batch(tmp_path
         f.write('{"type": "response", "cut off\n')
     monkeypatch.setattr(ingestion, "_STORES", 2)
     monkeypatch.setattr(ingestion, "BATCH_LINES", 60)
-    con = connect(tmp_path / "a.duckdb")
+    con = connect(blank_db(tmp_path / "a.duckdb"))
     settings = "SELECT current_setting('threads'), current_setting('preserve_insertion_order')"
     before = con.execute(settings).fetchall()
     with pytest.raises(InputError, match="--strict"):
@@ -204,7 +238,7 @@ def test_reading_ahead_keeps_the_lines_in_flight_under_their_budget(tmp_path):
     """The batch read while others are stored or finished is cut so that together they stay
     within ANALYZER_FLIGHT_BYTES (give or take one read block)."""
     path = _big_file(tmp_path)
-    db = tmp_path / "a.duckdb"
+    db = blank_db(tmp_path / "a.duckdb")
     script = f"""
 import json
 import analyzer.ingestion.logs as ing
@@ -226,9 +260,9 @@ print(json.dumps([max(seen), len(seen), ing._READ_BLOCK, report.new_records]))
     assert most <= 24576 + block, (most, block)
 
 
-def test_the_ingests_row_groups_two_batches_stored_at_once_give_the_same_database(tmp_path, monkeypatch):
+def test_the_ingests_row_groups_two_batches_stored_at_once_give_the_same_database(tmp_path, monkeypatch, sample_by_one):
     """The ingest's connection (row groups of N rows): batches of N lines, two stored at once, by default."""
-    reference = _ingest(tmp_path / "one.duckdb", SAMPLE, monkeypatch, stores=1, batch_lines=700)
+    reference = sample_by_one.report
     monkeypatch.setattr(ingestion, "_STORES", None)  # the defaults: sized from the connection
     monkeypatch.setattr(ingestion, "BATCH_LINES", None)
     shapes = []
@@ -252,18 +286,18 @@ def test_the_ingests_row_groups_two_batches_stored_at_once_give_the_same_databas
     assert _counts(report) == _counts(reference)
     assert len(per_batch) > 2 and max(n for (n,) in per_batch) <= 2048  # batches of a row group of lines
     assert groups > 2 and most == 2048
-    a, b = _content(tmp_path / "one.duckdb"), _content(db)
+    a, b = sample_by_one.content, _content(db)
     assert b["pending"] == 0
     for name in _CONTENT:
         assert b[name] == a[name], name
 
 
-def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(tmp_path, monkeypatch):
+def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(tmp_path, monkeypatch, big_by_one):
     """A writable connection removes the batches a killed run left pending, but not
     those of an ingest running in this process (a notebook's second connection
     shares the ingest's DuckDB instance): they are pending on purpose."""
-    path = _big_file(tmp_path)
-    reference = _ingest(tmp_path / "reference.duckdb", [path], monkeypatch, stores=1, batch_lines=122_880)
+    path, big = big_by_one
+    reference = big.report
     db = tmp_path / "a.duckdb"
     finish = ingestion._Ingest._finish
     seen = []
@@ -279,12 +313,12 @@ def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(t
     report = _ingest(db, [path], monkeypatch, stores=2, batch_lines=60)
     assert seen and min(seen) >= 1  # each time, its batch was still there to finish
     assert _counts(report) == _counts(reference)
-    assert _content(db)["records"] == _content(tmp_path / "reference.duckdb")["records"]
+    assert _content(db)["records"] == big.content["records"]
 
 
 def test_an_error_on_an_aborted_transaction_is_not_hidden_by_putting_the_settings_back(tmp_path):
     """DuckDB refuses every statement on an aborted transaction, SET too: the ingest's own error must surface."""
-    con = connect(tmp_path / "a.duckdb")
+    con = connect(blank_db(tmp_path / "a.duckdb"))
     try:
         threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         with pytest.raises(duckdb.ConstraintException):
@@ -312,7 +346,7 @@ def test_the_classification_bound_does_not_hide_an_error_on_an_aborted_transacti
 
     from analyzer.store.db import memory_bound
 
-    con = connect(tmp_path / "a.duckdb")
+    con = connect(blank_db(tmp_path / "a.duckdb"))
     unraisable = []
     old_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:

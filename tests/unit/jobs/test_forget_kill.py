@@ -24,6 +24,8 @@ import duckdb
 import pytest
 
 from analyzer.store.db import connect
+from tests.support.blank import blank_db
+from tests.support.cli import analyze
 from tests.support.ingesting import run
 from tests.support.records import at, request, response_error, response_ok, write_jsonl, write_stdout
 
@@ -42,18 +44,36 @@ def _pairs(n: int, start: int, tag: str) -> list[dict]:
     return recs
 
 
-@pytest.fixture(scope="module")
-def base(tmp_path_factory) -> tuple[Path, Path, Path, float]:
-    """A database of a chunk file and a stdout file holding copies of a third of its records; the
-    reference: the same database after an uninterrupted forget of the chunk, and how long that took."""
-    tmp = tmp_path_factory.mktemp("forgetkill")
-    chunk_recs = _pairs(PAIRS, 0, "a")
+def _build(tmp: Path, pairs: int) -> tuple[Path, Path]:
+    """A database of a chunk file of ``pairs`` calls and a stdout file holding copies of a third of its
+    records, and the chunk."""
+    chunk_recs = _pairs(pairs, 0, "a")
     chunk = write_jsonl(tmp / "logs" / "s3" / "2026-11-16" / "10-00-00-proxy-1-0a1b2c3d.jsonl", chunk_recs)
     write_stdout(tmp / "logs" / "kubectl" / "proxy-1.log", chunk_recs[: len(chunk_recs) // 3] + _pairs(400, 900, "b"))
-    db = tmp / "base.duckdb"
+    db = blank_db(tmp / "base.duckdb")  # a copy of an empty one: creating it is not under test
     run(db, [tmp / "logs" / "s3"])
     run(db, [tmp / "logs" / "kubectl"])  # its copies of the chunk's records are stored once, under the chunk
-    reference = tmp / "reference.duckdb"
+    return db, chunk
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """:func:`_build` of ``PAIRS`` calls: a forget long enough for kills timed from outside to land inside it."""
+    return _build(tmp_path_factory.mktemp("forgetkill"), PAIRS)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> tuple[Path, Path]:
+    """:func:`_build` of a tenth of ``PAIRS``: for a kill at a chosen point, where the size does not matter."""
+    return _build(tmp_path_factory.mktemp("forgetkill-small"), PAIRS // 10)
+
+
+@pytest.fixture(scope="module")
+def base(built) -> tuple[Path, Path, Path, float]:
+    """``built``, and the reference: the same database after an uninterrupted forget of the chunk (as a
+    process), and how long that took (the timed kills aim inside it)."""
+    db, chunk = built
+    reference = db.with_name("reference.duckdb")
     shutil.copy(db, reference)
     started = time.monotonic()
     p = _forget(reference, chunk)
@@ -206,20 +226,27 @@ def test_kills_from_outside_at_timed_points(base, tmp_path):
     assert seen & {"whole", "gone"}, f"no kill landed while the forget ran: {seen}"
 
 
-def test_the_rerun_says_what_it_finished(base, tmp_path):
+def test_the_rerun_says_what_it_finished(small, tmp_path):
+    """One forget killed after its removal commits (a real process, a real SIGKILL); the same command
+    again, in this process, on two copies of what it left: the text and the JSON say what it finished."""
     import json
 
-    db0, chunk, _, _ = base
-    db = Path(shutil.copy(db0, tmp_path / "text.duckdb"))
+    db0, chunk = small
+    killed = Path(shutil.copy(db0, tmp_path / "killed.duckdb"))
     script, _ = KILL_POINTS["after the removal commits"]
-    assert _forget(db, chunk, script).returncode == -signal.SIGKILL
-    text = subprocess.run([sys.executable, "-m", "analyzer.cli.app", "forget", str(chunk), "--db", str(db)],
-                          capture_output=True, text=True, timeout=300)
+    assert _forget(killed, chunk, script).returncode == -signal.SIGKILL
+    # The two re-runs start from the same state: copies of the killed run's files (its WAL too, if any).
+    copies = {}
+    for name in ("text", "db"):
+        copies[name] = Path(shutil.copy(killed, tmp_path / f"{name}.duckdb"))
+        wal = killed.with_name(killed.name + ".wal")
+        if wal.exists():
+            shutil.copy(wal, tmp_path / f"{name}.duckdb.wal")
+    text = analyze("forget", chunk, "--db", copies["text"])
     assert text.returncode == 0 and "finished an interrupted forget of 1 file(s)" in text.stdout, text.stdout
-    db = Path(shutil.copy(db0, tmp_path / "db.duckdb"))
-    script, _ = KILL_POINTS["after the removal commits"]
-    assert _forget(db, chunk, script).returncode == -signal.SIGKILL
-    again = _forget(db, chunk)
+    db = copies["db"]
+    again = analyze("forget", chunk, "--db", db, "--json")
+    assert again.returncode == 0, again.stderr
     doc = json.loads(again.stdout)
     assert doc["resumed"] == [str(chunk)] and doc["files"] == [] and doc["reread"], doc
     con = connect(db, read_only=True)
@@ -227,5 +254,5 @@ def test_the_rerun_says_what_it_finished(base, tmp_path):
         assert con.execute("SELECT count(*) FROM forget_pending").fetchall()[0][0] == 0
     finally:
         con.close()
-    p = _forget(db, chunk)  # the forget is done: the file is not in the database any more
+    p = analyze("forget", chunk, "--db", db, "--json")  # the forget is done: the file is not in the database any more
     assert p.returncode == 2 and "no file in the database matches" in p.stderr

@@ -11,6 +11,7 @@ size would merge, so rewrite, every table the ingest wrote.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -128,6 +129,24 @@ def _ingested_unclassified(db, monkeypatch, rows: int = 2048):
     return shape
 
 
+@pytest.fixture(scope="module")
+def ingested_week(tmp_path_factory):
+    """The sample week ingested once in row groups of 2,048 rows, unclassified (each test writes a copy)."""
+    db = tmp_path_factory.mktemp("row-groups") / "week.duckdb"
+    with pytest.MonkeyPatch.context() as mp:
+        _ingested_unclassified(db, mp)
+    return db
+
+
+def _copy_of(week, db, monkeypatch, rows: int = 2048):
+    """``week`` copied to ``db``, with the commands opening files in row groups of ``rows`` as it was written."""
+    import analyzer.store.db
+
+    monkeypatch.setattr(analyzer.store.db, "INGEST_ROW_GROUP_ROWS", rows)  # the commands read it when they open
+    shutil.copy(week, db)  # closed after the ingest: no WAL beside it
+    return db
+
+
 def _records_shape(db):
     con = connect(db, read_only=True)
     try:
@@ -136,11 +155,10 @@ def _records_shape(db):
         con.close()
 
 
-def test_a_write_through_duckdbs_row_groups_merges_the_ingests_at_checkpoint(tmp_path, monkeypatch):
+def test_a_write_through_duckdbs_row_groups_merges_the_ingests_at_checkpoint(tmp_path, ingested_week, monkeypatch):
     """Why the commands below open as the ingest does: DuckDB's checkpoint merges row
     groups that fit in fewer of its connection's size, rewriting the table."""
-    db = tmp_path / "week.duckdb"
-    _ingested_unclassified(db, monkeypatch)
+    db = _copy_of(ingested_week, tmp_path / "week.duckdb", monkeypatch)
     plain = connect(db)  # DuckDB's row groups, 122,880 rows
     try:
         plain.execute("CREATE TABLE notes AS SELECT 1 AS x")
@@ -149,11 +167,10 @@ def test_a_write_through_duckdbs_row_groups_merges_the_ingests_at_checkpoint(tmp
     assert _records_shape(db)[1] > 2048  # the ingest's row groups merged into bigger ones
 
 
-def test_analyze_sql_write_keeps_the_ingests_row_groups(tmp_path, monkeypatch, capsys):
+def test_analyze_sql_write_keeps_the_ingests_row_groups(tmp_path, ingested_week, monkeypatch, capsys):
     from analyzer.cli.app import main
 
-    db = tmp_path / "week.duckdb"
-    _ingested_unclassified(db, monkeypatch)
+    db = _copy_of(ingested_week, tmp_path / "week.duckdb", monkeypatch)
     with pytest.raises(SystemExit) as exit_info:
         main(["sql", "CREATE TABLE notes AS SELECT 1 AS x", "--write", "--db", str(db)])
     assert not exit_info.value.code, capsys.readouterr().err
@@ -162,11 +179,10 @@ def test_analyze_sql_write_keeps_the_ingests_row_groups(tmp_path, monkeypatch, c
     assert _records_shape(db)[1] <= 2048
 
 
-def test_a_report_that_classifies_first_keeps_the_ingests_row_groups(tmp_path, monkeypatch, capsys):
+def test_a_report_that_classifies_first_keeps_the_ingests_row_groups(tmp_path, ingested_week, monkeypatch, capsys):
     from analyzer.cli.app import main
 
-    db = tmp_path / "week.duckdb"
-    _ingested_unclassified(db, monkeypatch)
+    db = _copy_of(ingested_week, tmp_path / "week.duckdb", monkeypatch)
     out = tmp_path / "report.html"
     with pytest.raises(SystemExit) as exit_info:
         main(["report", "--db", str(db), "-o", str(out)])
