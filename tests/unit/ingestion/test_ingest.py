@@ -15,7 +15,7 @@ import pytest
 
 from analyzer.store.db import connect
 from analyzer.core.errors import InputError
-from tests.support.blank import blank_db
+from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 from tests.support.records import (
     NAKED_500,
@@ -49,7 +49,7 @@ def _count(con, sql: str, params=None) -> int:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
-    return blank_db(tmp_path / "analyzer.duckdb")
+    return fresh_db(tmp_path / "analyzer.duckdb")
 
 
 def test_s3_jsonl_and_kubectl_copies_count_once(tmp_path, db):
@@ -234,7 +234,7 @@ def test_interrupted_run_leaves_a_consistent_database_and_the_next_run_completes
         for k in range(300):
             recs.extend(_pairs(1, start=d * 1440 + k * 2, session=f"s-{d}-{k}"))
         write_jsonl(logs / f"2026-11-{16 + d % 7}/chunk-{d:02d}.jsonl", recs)
-    reference = blank_db(tmp_path / "reference.duckdb")
+    reference = fresh_db(tmp_path / "reference.duckdb")
     run(reference, [logs])
     ref = connect(reference)
     expected = ref.execute("SELECT count(*), count(DISTINCT file_id) FROM records").fetchall()[0]
@@ -344,7 +344,7 @@ def messages_db(tmp_path_factory) -> Path:
     shape), so one run holds every case as a run of each alone would."""
     tmp = tmp_path_factory.mktemp("messages")
     recs = [request(f"eeee{i:04d}", at(i), messages=m) for i, m in enumerate(MESSAGE_CASES)]
-    db = blank_db(tmp / "analyzer.duckdb")
+    db = fresh_db(tmp / "analyzer.duckdb")
     run(db, [write_jsonl(tmp / "m.jsonl", recs)])
     return db
 
@@ -382,7 +382,7 @@ def counted_db(tmp_path_factory) -> tuple[Path, Path]:
         recs += [request(rid, at(2 * i), tool_results=value),
                  response_ok(rid, at(2 * i + 1), content="ok", extra={"tool_calls": value})]
     path = write_jsonl(tmp / "c.jsonl", recs)
-    db = blank_db(tmp / "analyzer.duckdb")
+    db = fresh_db(tmp / "analyzer.duckdb")
     run(db, [path])
     return db, path
 

@@ -16,8 +16,8 @@ from analyzer.core.errors import ExitCode, InputError
 from analyzer.store.asking import ask
 from analyzer.store.db import connect
 from tests.support import litellm as L
-from tests.support.blank import blank_db
 from tests.support.cli import analyze, pipe_of
+from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 
 NAKED_500 = L.error(500, "InternalServerError", "litellm.InternalServerError: InternalServerError: "
@@ -74,7 +74,7 @@ def _classes(db) -> dict[str, str]:
 def test_every_call_is_one_turn_in_the_class_its_content_says(tmp_path):
     payloads, truth = _week()
     L.write_objects(tmp_path / "logs", payloads)
-    report = run(blank_db(tmp_path / "a.duckdb"), [tmp_path / "logs"])
+    report = run(fresh_db(tmp_path / "a.duckdb"), [tmp_path / "logs"])
     assert report.records == 2 * len(payloads) and report.lines == len(payloads) and report.quarantined == 0
     assert _classes(tmp_path / "a.duckdb") == truth
     con = connect(tmp_path / "a.duckdb", read_only=True)
@@ -109,7 +109,7 @@ def test_bad_objects_are_quarantined_with_file_and_line_and_nothing_is_read_twic
     (logs / "2026-11-16" / "settings.json").write_text('{"call_type": "acompletion"}')
     # the same objects copied elsewhere: one record each, whatever the path
     shutil.copytree(logs / "2026-11-16", tmp_path / "copy")
-    db = blank_db(tmp_path / "a.duckdb")
+    db = fresh_db(tmp_path / "a.duckdb")
     report = run(db, [logs, tmp_path / "copy"])
     assert _classes(db) == truth
     assert report.new_records == 2 * len(payloads) and report.duplicates == 2 * len(payloads)
@@ -140,7 +140,7 @@ def test_strict_stops_on_a_bad_object(tmp_path):
     (logs / "2026-11-16" / "time-14-09-00-000000_bad.json").write_text('{"id": "x", "startTime": 1794837600.5, '
                                                                         '"call_type": "aembedding"}')
     with pytest.raises(InputError) as exc:
-        run(blank_db(tmp_path / "a.duckdb"), [logs], strict=True)
+        run(fresh_db(tmp_path / "a.duckdb"), [logs], strict=True)
     assert exc.value.exit_code == ExitCode.BAD_INPUT and "time-14-09-00-000000_bad.json:1" in str(exc.value)
 
 

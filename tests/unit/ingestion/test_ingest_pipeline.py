@@ -28,7 +28,7 @@ import analyzer.ingestion.logs as ingestion
 from analyzer.store.db import connect
 from analyzer.core.errors import InputError
 from analyzer.ingestion.logs import ingest
-from tests.support.blank import blank_db
+from tests.support.fresh_db import fresh_db
 from tests.support.records import request, response_ok, at, write_jsonl
 from tests.support.repo import REPO
 
@@ -59,7 +59,7 @@ def _ingest(db: Path, inputs, monkeypatch, *, stores: int, batch_lines: int):
     monkeypatch.setattr(ingestion, "_STORES", stores)
     monkeypatch.setattr(ingestion, "BATCH_LINES", batch_lines)
     # a new database is a copy of an empty one: creating it is not under test here
-    con = connect(db if db.exists() else blank_db(db))
+    con = connect(db if db.exists() else fresh_db(db))
     try:
         return ingest(con, [str(i) for i in inputs])
     finally:
@@ -145,7 +145,7 @@ def test_a_run_killed_between_storing_and_finishing_a_batch_is_undone_then_compl
     expected = reference.report
     assert expected.new_records == 600 and expected.duplicates == 50
 
-    db = blank_db(tmp_path / "killed.duckdb")  # a copy of an empty one: creating it is not under test
+    db = fresh_db(tmp_path / "killed.duckdb")  # a copy of an empty one: creating it is not under test
     # The process dies (no clean-up runs) once the third batch is stored and before it is finished.
     script = f"""
 import os
@@ -191,7 +191,7 @@ def test_a_strict_failure_with_batches_in_flight_leaves_no_stored_batch(tmp_path
         f.write('{"type": "response", "cut off\n')
     monkeypatch.setattr(ingestion, "_STORES", 2)
     monkeypatch.setattr(ingestion, "BATCH_LINES", 60)
-    con = connect(blank_db(tmp_path / "a.duckdb"))
+    con = connect(fresh_db(tmp_path / "a.duckdb"))
     settings = "SELECT current_setting('threads'), current_setting('preserve_insertion_order')"
     before = con.execute(settings).fetchall()
     with pytest.raises(InputError, match="--strict"):
@@ -238,7 +238,7 @@ def test_reading_ahead_keeps_the_lines_in_flight_under_their_budget(tmp_path):
     """The batch read while others are stored or finished is cut so that together they stay
     within ANALYZER_FLIGHT_BYTES (give or take one read block)."""
     path = _big_file(tmp_path)
-    db = blank_db(tmp_path / "a.duckdb")
+    db = fresh_db(tmp_path / "a.duckdb")
     script = f"""
 import json
 import analyzer.ingestion.logs as ing
@@ -318,7 +318,7 @@ def test_another_connection_opened_during_an_ingest_leaves_its_pending_batches(t
 
 def test_an_error_on_an_aborted_transaction_is_not_hidden_by_putting_the_settings_back(tmp_path):
     """DuckDB refuses every statement on an aborted transaction, SET too: the ingest's own error must surface."""
-    con = connect(blank_db(tmp_path / "a.duckdb"))
+    con = connect(fresh_db(tmp_path / "a.duckdb"))
     try:
         threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         with pytest.raises(duckdb.ConstraintException):
@@ -346,7 +346,7 @@ def test_the_classification_bound_does_not_hide_an_error_on_an_aborted_transacti
 
     from analyzer.store.db import memory_bound
 
-    con = connect(blank_db(tmp_path / "a.duckdb"))
+    con = connect(fresh_db(tmp_path / "a.duckdb"))
     unraisable = []
     old_hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:

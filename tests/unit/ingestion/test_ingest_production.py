@@ -20,7 +20,7 @@ import pytest
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.classification.turns import refresh_turns
-from tests.support.blank import blank_db
+from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 from tests.support.peak_rss import run_with_peak_rss
 from tests.support.records import (
@@ -58,7 +58,7 @@ def q(db: Path, sql: str, params=None) -> list[tuple]:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
-    return blank_db(tmp_path / "analyzer.duckdb")
+    return fresh_db(tmp_path / "analyzer.duckdb")
 
 
 # -- multi-pod stdout -------------------------------------------------------
@@ -213,7 +213,7 @@ def test_unreadable_files_and_folders_are_reported(tmp_path):
     if os.geteuid() == 0:
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"]
     try:
-        p = subprocess.run([*prefix, sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(blank_db(tmp_path / "a.duckdb")),
+        p = subprocess.run([*prefix, sys.executable, "-m", "analyzer.cli.app", str(logs), "--db", str(fresh_db(tmp_path / "a.duckdb")),
                             "--json"], capture_output=True, text=True)
     finally:
         os.chmod(logs / "locked", 0o755)
@@ -229,7 +229,7 @@ def test_the_cli_lists_skipped_files_and_exits_as_documented(tmp_path):
     logs = tmp_path / "logs"
     write_jsonl(logs / "good.jsonl", _pairs(2))
     (logs / "notes.txt").write_text("not a log\n")
-    db = blank_db(tmp_path / "a.duckdb")
+    db = fresh_db(tmp_path / "a.duckdb")
     p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "skipped" in p.stderr and "notes.txt" in p.stderr
@@ -259,7 +259,7 @@ def test_a_long_line_is_kept_and_a_longer_one_is_quarantined_without_losing_its_
     big = request("e0000001", at(9), messages=[{"role": "user", "content": "z" * (1024 * 1024)}])
     huge = request("e0000002", at(9.5), messages=[{"role": "user", "content": "y" * (5 * 1024 * 1024)}])
     path = write_jsonl(tmp_path / "full.jsonl", [recs[0], big, huge, recs[1]])
-    db_path = blank_db(tmp_path / "a.duckdb")  # a copy of an empty one: creating it is not under test
+    db_path = fresh_db(tmp_path / "a.duckdb")  # a copy of an empty one: creating it is not under test
     # A fresh interpreter reads the bound when it imports the reader; it ingests and classifies as
     # `analyze FILES` does (the commands' writing connection), without loading the whole command line.
     script = ("from analyzer.store.db import connect_writer; from analyzer.ingestion.logs import ingest; "
@@ -299,12 +299,12 @@ def test_a_big_file_is_many_transactions_and_a_killed_run_resumes_inside_it(tmp_
     for k in range(400):
         recs.extend(_pairs(2, start=k * 3, session=f"s-{k}", prefix=0xa0000000 + k * 10))
     path = write_jsonl(tmp_path / ("week.jsonl.gz" if compress else "week.jsonl"), recs, compress=compress)
-    reference = blank_db(tmp_path / "ref.duckdb")
+    reference = fresh_db(tmp_path / "ref.duckdb")
     run(reference, [path])
     expected = q(reference, "SELECT count(*), count(DISTINCT request_id), sum(line_no) FROM records")[0]
     assert expected[0] == 1600
 
-    db = blank_db(tmp_path / "killed.duckdb")
+    db = fresh_db(tmp_path / "killed.duckdb")
     env = dict(os.environ, ANALYZER_BATCH_BYTES="30000")  # a batch every ~60 lines
     # Stop the run by an exception inside the ingest after a few committed batches.
     script = f"""
@@ -343,7 +343,7 @@ def test_standard_input_from_a_pipe(tmp_path, compress):
     recs = _pairs(5)
     text = "".join(stdout_line(r) + "\n" for r in recs).encode()
     data = gzip.compress(text) if compress else text
-    db = blank_db(tmp_path / "a.duckdb")
+    db = fresh_db(tmp_path / "a.duckdb")
     for arg in ("-", "/dev/stdin"):
         with pipe_of(data) as stdin:  # a real pipe, read in this process
             p = analyze(arg, "--db", db, "--json", stdin=stdin)
@@ -423,7 +423,7 @@ def test_prometheus_exports_among_the_logs_are_loaded_as_metrics(tmp_path):
         {"metric": {"__name__": "up", "pod": "glm-5-0", "model_name": "glm-5"},
          "values": [[1763251200 + 30 * i, "1"] for i in range(10)]}]}}
     (logs / "up.json").write_text(json.dumps(doc, indent=2))
-    db = blank_db(tmp_path / "a.duckdb")
+    db = fresh_db(tmp_path / "a.duckdb")
     p = analyze(logs, "--db", db, "--json")
     assert p.returncode == 0, p.stderr
     assert "loaded as metrics" in p.stderr

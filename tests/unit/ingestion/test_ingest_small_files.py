@@ -18,7 +18,7 @@ import analyzer.ingestion.logs as ingestion
 from analyzer.store.db import connect
 from analyzer.io.input_readers import text_pieces, whole_files
 from analyzer.io.sources import discover_inputs
-from tests.support.blank import blank_db
+from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 from tests.support.records import at, request, response_ok
 
@@ -62,7 +62,7 @@ def _file_lines(path: Path) -> list[str]:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     """A new, empty analyzer database (a copy: creating one is not what these tests check)."""
-    return blank_db(tmp_path / "analyzer.duckdb")
+    return fresh_db(tmp_path / "analyzer.duckdb")
 
 
 def test_a_bad_line_in_the_middle_file_of_a_run_is_quarantined_with_its_file_and_line(tmp_path, db, monkeypatch):

@@ -24,8 +24,8 @@ import duckdb
 import pytest
 
 from analyzer.store.db import connect
-from tests.support.blank import blank_db
 from tests.support.cli import analyze
+from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 from tests.support.records import at, request, response_error, response_ok, write_jsonl, write_stdout
 
@@ -50,7 +50,7 @@ def _build(tmp: Path, pairs: int) -> tuple[Path, Path]:
     chunk_recs = _pairs(pairs, 0, "a")
     chunk = write_jsonl(tmp / "logs" / "s3" / "2026-11-16" / "10-00-00-proxy-1-0a1b2c3d.jsonl", chunk_recs)
     write_stdout(tmp / "logs" / "kubectl" / "proxy-1.log", chunk_recs[: len(chunk_recs) // 3] + _pairs(400, 900, "b"))
-    db = blank_db(tmp / "base.duckdb")  # a copy of an empty one: creating it is not under test
+    db = fresh_db(tmp / "base.duckdb")  # a copy of an empty one: creating it is not under test
     run(db, [tmp / "logs" / "s3"])
     run(db, [tmp / "logs" / "kubectl"])  # its copies of the chunk's records are stored once, under the chunk
     return db, chunk

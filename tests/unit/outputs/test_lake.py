@@ -24,8 +24,8 @@ from analyzer.store import migrations
 from analyzer.store.lake import MANIFEST, open_lake, read_manifest
 from tests.support.repo import REPO
 from tests.support.cli import Ran
-from tests.support.fresh_db import fresh_db
 from tests.support.cli import analyze as run_analyze
+from tests.support.fresh_db import fresh_db
 
 SAMPLE = REPO / "sample_logs"
 QUERIES = load_queries()
