@@ -13,6 +13,7 @@ Views are created from these files verbatim (``CREATE OR REPLACE VIEW name AS
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,14 +71,14 @@ _LOADED: dict[Path, tuple[tuple, dict[str, QueryFile]]] = {}
 def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
     """Every query file by name (parsed again only when a file changed)."""
     d = directory or queries_dir()
-    paths = sorted(d.glob("*.sql"))
-    stamp = tuple((p.name, st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
+    entries = sorted((e for e in os.scandir(d) if e.name.endswith(".sql")), key=lambda e: e.name)
+    stamp = tuple((e.name, st.st_mtime_ns, st.st_size) for e in entries for st in (e.stat(),))
     cached = _LOADED.get(d)
     if cached and cached[0] == stamp:
         return dict(cached[1])
     out = {}
-    for p in paths:
-        q = parse_query_file(p)
+    for e in entries:
+        q = parse_query_file(Path(e.path))
         out[q.name] = q
     _LOADED[d] = (stamp, out)
     return dict(out)
