@@ -434,7 +434,7 @@ class _Ingest:
             raise InputError(f"{state.todo.source.path}:{piece.line_no}: {piece.reason} (--strict)",
                              ExitCode.BAD_INPUT)
         self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, piece.reason,
-                                      piece.head))
+                                      piece.head[:SNIPPET_CHARS]))  # the same cut as every quarantined line
         self.batch.touch(state)
 
     def _skip(self, f: SourceFile, reason: str, state: _FileState | None = None) -> None:

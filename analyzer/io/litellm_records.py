@@ -41,6 +41,7 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 from analyzer.io.linereader import LineBlock, arrow
+from analyzer.online import answer_summary
 
 GATEWAY = "litellm"
 #: The key of ``metadata.spend_logs_metadata`` holding analyzer.online's log fields
@@ -219,10 +220,13 @@ def _choice(response: dict) -> dict:
     calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
     if message.get("function_call"):
         calls = [*calls, {"type": "function", "function": message["function_call"]}]
+    # analyzer.online's reading of the answer says which tool calls are usable (objects, not junk)
+    # and whether content given as parts has a visible text: the rule lives there, not here.
+    said = answer_summary({"choices": [{**choice, "message": message}]})
     out.update({
         "finish_reason": choice.get("finish_reason"),
         "has_content": bool(content),
-        "has_tool_calls": bool(calls),
+        "has_tool_calls": said["has_tool_calls"],
         "has_reasoning_content": bool(reasoning),
         "tool_calls": calls,
     })
@@ -230,7 +234,9 @@ def _choice(response: dict) -> dict:
     if isinstance(content, str) and content != REDACTED:
         out["content"] = content
     elif content is not None and not isinstance(content, str):
-        out["content"] = json.dumps(content)
+        # Parts (or another shape) as JSON text when they show a text; else blank, so the rule
+        # (records.content_blank) reads them as no content, as analyzer.online does.
+        out["content"] = json.dumps(content) if said["has_content"] else ""
     if isinstance(reasoning, str) and reasoning != REDACTED:
         out["reasoning_content"] = reasoning
     return out

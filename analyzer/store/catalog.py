@@ -72,7 +72,11 @@ def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
     """Every query file by name (parsed again only when a file changed)."""
     d = directory or queries_dir()
     entries = sorted((e for e in os.scandir(d) if e.name.endswith(".sql")), key=lambda e: e.name)
-    stamp = tuple((e.name, st.st_mtime_ns, st.st_size) for e in entries for st in (e.stat(),))
+    stamps = []
+    for e in entries:
+        st = e.stat()
+        stamps.append((e.name, st.st_mtime_ns, st.st_size))
+    stamp = tuple(stamps)
     cached = _LOADED.get(d)
     if cached and cached[0] == stamp:
         return dict(cached[1])

@@ -13,7 +13,6 @@ named as such on their page; they are not run.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.readme_run import plain_env
 from tests.support.repo import REPO
 
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "docs").glob("*/*.md")])
@@ -61,12 +61,6 @@ def clone(tmp_path_factory, readme_week) -> Path:
     return root
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANALYZER_", "FORCE_COLOR"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `analyze`, `python`
-    return env
-
-
 def _fresh(root: Path) -> None:
     """Back to the state after the README's first command: its database, nothing the examples wrote."""
     for p in root.iterdir():
@@ -89,7 +83,7 @@ def _page(page: Path):
 @pytest.mark.parametrize("page", [_page(p) for p in RUNNABLE])
 def test_every_example_runs_as_written(page, clone):
     _fresh(clone)
-    root, env = clone, _env()
+    root, env = clone, plain_env()
     blocks = examples(page)
     for i, (lang, code) in enumerate(b for b in blocks if b[0] == "sh"):
         proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=root, env=env,

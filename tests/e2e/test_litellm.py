@@ -30,6 +30,7 @@ from analyzer.io.litellm_records import LOG_FIELDS_KEY
 from analyzer.store.db import connect
 from tests.support.cli import analyze
 from tests.support.litellm import LiteLLMProxy, free_port
+from tests.support.services import need
 from tests.support.upstream import FaultyUpstream
 from tools.litellm_week import (
     BUCKET,
@@ -52,13 +53,9 @@ def _packages():
     """litellm, moto's server and boto3, imported when the module's first test runs, not when it is
     collected (litellm takes seconds to import, and the quick loop leaves this module out): a missing
     one skips, except under CI, where it fails."""
-    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm is imported here too: no download
     for name in ("litellm", "moto.server", "boto3"):
-        if ci:
-            __import__(name)  # a broken install fails here, under CI
-        else:
-            pytest.importorskip(name)
+        need(name)
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +146,11 @@ def test_the_fallbacks_first_attempt_is_kept_beside_its_turn(week):
 def test_litellms_status_is_not_what_classifies(week):
     """The empty 200s, the answer in reasoning, the leak: LiteLLM logged them all as success."""
     status = {p["litellm_call_id"]: p["status"] for p in week.payloads}
-    for d in week.driven:
-        if d.call.name in ("empty-200", "answer-in-reasoning", "length", "leaked-think", "no-choices"):
-            assert status[d.call_id] == "success" and d.status == 200, d.call.name
+    names = ("empty-200", "answer-in-reasoning", "length", "leaked-think", "no-choices")
+    checked = [d for d in week.driven if d.call.name in names]
+    assert {d.call.name for d in checked} == set(names)  # a renamed call fails here, not silently
+    for d in checked:
+        assert status[d.call_id] == "success" and d.status == 200, d.call.name
 
 
 def test_litellm_splits_an_opening_think_block_itself_but_not_a_dangling_one(week):

@@ -9,7 +9,6 @@ appear nowhere: not in the output, the cache, or the database.
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
 import logging
 import os
@@ -25,22 +24,16 @@ from analyzer.io.objectstore import in_layout, parse_url, safe_endpoint
 from tests.support.week import week_records
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
+from tests.support.services import need
 
 ACCESS_KEY = "AKIAANALYZERTEST0001"
 SECRET_KEY = "never-print-this-secret-" + uuid.uuid4().hex
 
 
-def _need(module: str):
-    """``module``, imported when a test needs it (not at collection: moto's server and boto3 take
-    about a second to import, in every worker that collects this file); a test without it is
-    skipped, except in CI where it is a dependency and its absence an error."""
-    return importlib.import_module(module) if os.environ.get("CI") else pytest.importorskip(module)
-
-
 @pytest.fixture(scope="module")
 def endpoint():
     """A moto S3 server on a free loopback port, for this module."""
-    moto_server = _need("moto.server")
+    moto_server = need("moto.server")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -67,7 +60,7 @@ def env(tmp_path, endpoint) -> dict[str, str]:
 @pytest.fixture
 def bucket(endpoint):
     """A fresh bucket with a week in the proxy's layout; yields (name, put)."""
-    s3 = _need("boto3").client("s3", endpoint_url=endpoint, region_name="us-east-1",
+    s3 = need("boto3").client("s3", endpoint_url=endpoint, region_name="us-east-1",
                       aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
     name = f"proxy-logs-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=name)

@@ -23,6 +23,14 @@ from tests.support.repo import REPO
 FIRST_COMMAND = re.compile(r"^pip install -e \. && (analyze .*)$", re.M)
 
 
+def plain_env() -> dict[str, str]:
+    """This environment as a newcomer's shell has it: no ``ANALYZER_*`` setting, no forced colour; the
+    interpreter's folder first on ``PATH`` (its ``analyze`` and ``python``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANALYZER_", "FORCE_COLOR"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def first_command() -> list[str] | None:
     """The words of the README's ``analyze ...`` after ``pip install -e . &&`` (None: no such line)."""
     m = FIRST_COMMAND.search((REPO / "README.md").read_text(encoding="utf-8"))
@@ -33,7 +41,7 @@ def run_first_command(folder: Path) -> subprocess.CompletedProcess:
     """Copy ``sample_logs/`` into ``folder`` and run the README's first command there."""
     command = first_command()
     assert command, "the README has no `pip install -e . && analyze ...` line"
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ANALYZER_DB")}  # as a plain shell's
+    env = plain_env()
     shutil.copytree(REPO / "sample_logs", folder / "sample_logs")
     return subprocess.run([sys.executable, "-m", "analyzer", *command[1:]],
                           cwd=folder, env=env, capture_output=True, text=True, encoding="utf-8", timeout=300)

@@ -102,6 +102,12 @@ def test_the_content_decides_never_the_status():
 def test_whitespace_content_and_leaked_think_blocks_stay_as_logged_for_the_rule():
     resp = records_of(L.payload(response=L.answer("\n\n")))[1]
     assert resp["has_content"] is True and resp["content"] == "\n\n"  # the rule's is_blank says it is none
+    parts = L.answer(None)
+    parts["choices"][0]["message"]["content"] = [{"type": "text", "text": "  \n"}]
+    resp = records_of(L.payload(response=parts))[1]
+    assert resp["content"] == ""  # parts with no visible text: blank for the rule, as analyzer.online reads them
+    parts["choices"][0]["message"]["content"] = [{"type": "text", "text": "Texas."}]
+    assert "Texas." in records_of(L.payload(response=parts))[1]["content"]
     leaked = records_of(L.payload(response=L.answer("check the schema.</think>Texas.")))[1]
     assert leaked["content"] == "check the schema.</think>Texas."
 
@@ -110,6 +116,8 @@ def test_tool_calls_and_a_200_without_choices():
     call = {"id": "t1", "type": "function", "function": {"name": "query", "arguments": "{}"}}
     resp = records_of(L.payload(response=L.answer("", finish_reason="tool_calls", tool_calls=[call])))[1]
     assert resp["has_tool_calls"] and resp["tool_calls"] == [call] and resp["finish_reason"] == "tool_calls"
+    junk = records_of(L.payload(response=L.answer("", finish_reason="tool_calls", tool_calls=["junk", 7])))[1]
+    assert junk["has_tool_calls"] is False  # as analyzer.online reads an answer: a call is an object
     empty = {"id": "x", "object": "chat.completion", "choices": [], "model": "glm-5"}
     resp = records_of(L.payload(response=empty))[1]
     assert not any(k in resp for k in ("has_content", "has_tool_calls", "has_reasoning_content", "error"))
