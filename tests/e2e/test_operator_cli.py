@@ -27,7 +27,7 @@ from tests.support.records import (
     NAKED_500, T0, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl, write_stdout,
 )
 from tests.support.terminal import ROOT, analyze_on_pty
-from tests.support.cli import Ran
+from tests.support.cli import Ran, wait_until_open
 from tests.support.cli import analyze as run_analyze
 
 
@@ -190,23 +190,6 @@ def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consi
     assert summary["ingest"]["new_records"] == 2 * 24 * 1000 - stored and summary["turns"] == 24 * 1000
 
 
-def _wait_until_open(proc: subprocess.Popen, path: Path, timeout: float = 60) -> None:
-    """Wait until the process holds ``path`` open (a link in /proc/PID/fd): its imports are done and its
-    interrupt handler installed. A fixed sleep instead waited longer than needed or, on a loaded machine,
-    signalled an interpreter still importing (killed by the signal, -2)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
-            try:
-                if os.readlink(fd) == str(path):
-                    return
-            except OSError:  # closed meanwhile
-                continue
-        time.sleep(0.02)
-    pytest.fail(f"the process never opened {path}")
-
-
 @pytest.mark.parametrize("args", [
     ["sql", "SELECT sum(hash(range)) FROM range(100000000000)"],
     ["sql", "CREATE TABLE big AS SELECT range AS r, hash(range) AS h FROM range(3000000000)", "--write"],
@@ -216,7 +199,7 @@ def test_sigint_stops_a_long_statement_at_once(week_db, args):
     proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli.app", *args, "--db", str(week_db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
-    _wait_until_open(proc, week_db)
+    wait_until_open(proc, week_db)
     time.sleep(0.5)  # the statement follows the opening at once
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)

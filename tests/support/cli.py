@@ -11,16 +11,20 @@ installs its interrupt handler and restores it on the way out
 
 Tests where the process itself is under test (signals, a killed run, import time,
 a closed pipe, a terminal) still start one: ``python -m analyzer.cli.app``, or
-:func:`tests.support.terminal.analyze_on_pty`.
+:func:`tests.support.terminal.analyze_on_pty`; :func:`wait_until_open` times a
+signal to such a process by what it does, not by a sleep.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import subprocess
 import sys
 import threading
+import time
 import typing
+from pathlib import Path
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -106,3 +110,20 @@ def one_error_line(ran: Ran) -> str:
     return lines[0]
 
 
+
+
+def wait_until_open(proc: subprocess.Popen, path: Path, timeout: float = 60) -> None:
+    """Wait until the process holds ``path`` open (a link in /proc/PID/fd): its imports are done and
+    its interrupt handler installed. A fixed sleep instead waited longer than needed or, on a loaded
+    machine (or a first run that compiles the bytecode), signalled an interpreter still importing."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the process ended ({proc.returncode}) before it opened {path}"
+        for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
+            try:
+                if os.readlink(fd) == str(path):
+                    return
+            except OSError:  # closed meanwhile
+                continue
+        time.sleep(0.01)
+    raise AssertionError(f"the process never opened {path}")

@@ -20,6 +20,7 @@ import pytest
 from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.classification.turns import refresh_turns
+from tests.support.cli import wait_until_open
 from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run
 from tests.support.peak_rss import run_with_peak_rss
@@ -371,7 +372,11 @@ def test_standard_input_is_committed_as_it_arrives(tmp_path):
         for r in _pairs(3):
             proc.stdin.write((json.dumps(r) + "\n").encode())
         proc.stdin.flush()
-        time.sleep(6)  # longer than the idle flush (2 s) plus start-up
+        # Timed from the moment the run holds the database open, not from its start: however long the
+        # interpreter takes to start, the lines are waiting when it reads, and the idle flush commits
+        # them 2 s after the last one.
+        wait_until_open(proc, db)
+        time.sleep(4)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
