@@ -95,6 +95,25 @@ def test_every_call_is_one_turn_in_the_class_its_content_says(tmp_path):
         con.close()
 
 
+def test_the_attempts_of_a_call_are_the_ones_its_turn_holds(tmp_path):
+    """A call id seen again two hours later is another call (turn_features pairs within an hour):
+    gateway_attempts lists only the call whose turn holds two answers, once."""
+    t = L.T0
+    payloads = [L.payload(call_id="again-1", start=t), L.payload(call_id="again-1", start=t + 7200),
+                L.payload(call_id="rt-2", start=t + 60, status="failure", error_information=NAKED_500),
+                L.payload(call_id="rt-2", start=t + 63)]
+    L.write_objects(tmp_path / "logs", payloads)
+    db = fresh_db(tmp_path / "a.duckdb")
+    run(db, [tmp_path / "logs"])
+    con = connect(db, read_only=True)
+    try:
+        turns = con.execute("SELECT request_id, count(*) FROM turns GROUP BY 1 ORDER BY 1").fetchall()
+        assert turns == [("again-1", 2), ("rt-2", 1)]
+        assert [(r[0], r[4]) for r in ask(con, "gateway_attempts", {})] == [("rt-2", 2)]
+    finally:
+        con.close()
+
+
 def test_bad_objects_are_quarantined_with_file_and_line_and_nothing_is_read_twice(tmp_path):
     payloads, truth = _week()
     logs = tmp_path / "logs"
