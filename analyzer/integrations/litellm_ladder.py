@@ -44,21 +44,18 @@ from litellm.types.utils import GenericStreamingChunk, ModelResponse
 
 from analyzer.online import (
     DEFAULT_CALLER_DEADLINE_S,
+    LOG_FIELDS_KEY,
     ClientRequestError,
     LadderResult,
     LadderSettings,
     arun_ladder,
+    client_switch,
     log_fields,
     normalize_thinking,
     run_ladder,
     validate_thinking_budget,
 )
 from analyzer.online.ladder import DEFAULT_SETTINGS
-
-#: Where the log fields go in LiteLLM's logging payload: a key of
-#: ``metadata.spend_logs_metadata`` (the one free-form object LiteLLM copies into
-#: every StandardLoggingPayload). analyzer.io.litellm_records reads the same key.
-LOG_FIELDS_KEY = "analyzer_log_fields"
 
 # LiteLLM's own keys among a call's optional params: not the upstream's business.
 _NOT_FORWARDED = frozenset({"stream", "stream_options", "extra_body", "enable_thinking", "max_retries"})
@@ -204,11 +201,8 @@ def _prepared(model: str, messages: Any, optional_params: Mapping[str, Any] | No
     payload.update({k: _plain(v) for k, v in params.items() if k not in _NOT_FORWARDED})
     if isinstance(extra, Mapping):  # what the client sent beside the OpenAI parameters
         payload.update({k: _plain(v) for k, v in extra.items() if k not in _NOT_FORWARDED})
-    switch = params.get("enable_thinking", extra.get("enable_thinking") if isinstance(extra, Mapping) else None)
-    kwargs = payload.get("chat_template_kwargs")
-    if not isinstance(switch, bool) and isinstance(kwargs, Mapping):
-        switch = next((kwargs[k] for k in ("enable_thinking", "thinking") if isinstance(kwargs.get(k), bool)), None)
-    return payload, switch if isinstance(switch, bool) else None
+    top = params.get("enable_thinking", extra.get("enable_thinking") if isinstance(extra, Mapping) else None)
+    return payload, client_switch({"enable_thinking": top, "chat_template_kwargs": payload.get("chat_template_kwargs")})
 
 
 def _plain(value: Any) -> Any:

@@ -41,12 +41,9 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 from analyzer.io.linereader import LineBlock, arrow
-from analyzer.online import answer_summary
+from analyzer.online import LOG_FIELDS_KEY, answer_summary, client_switch, switch_sent
 
 GATEWAY = "litellm"
-#: The key of ``metadata.spend_logs_metadata`` holding analyzer.online's log fields
-#: (analyzer.integrations.litellm_ladder.LOG_FIELDS_KEY: a test keeps them equal).
-LOG_FIELDS_KEY = "analyzer_log_fields"
 #: What LiteLLM writes in place of a text when message logging is off.
 REDACTED = "redacted-by-litellm"
 #: The keys that say a JSON object is a StandardLoggingPayload (any one, with startTime).
@@ -116,7 +113,7 @@ def records_of(payload: dict) -> tuple[dict, dict]:
     request = {"timestamp": _iso(start), "type": "request", **common, **_prompt(payload.get("messages"), params),
                "litellm": source}
     if request["enable_thinking"] is None:  # LiteLLM logs no chat_template_kwargs; the ladder says what it sent
-        request["enable_thinking"] = _switch_sent(fields.get("thinking_sent"))
+        request["enable_thinking"] = switch_sent(fields.get("thinking_sent"))
     response = {"timestamp": _iso(end), "type": "response", **common,
                 "latency_ms": max(0, round((end - start).total_seconds() * 1000)),
                 **_answer(payload), "max_tokens": _int(params.get("max_completion_tokens", params.get("max_tokens"))),
@@ -130,7 +127,7 @@ def _prompt(messages: Any, params: dict) -> dict:
     """A request record's prompt fields: counts, the tool results of this turn, the transcript when logged."""
     tools = params.get("tools") if isinstance(params.get("tools"), list) else None
     out: dict[str, Any] = {"tools_count": len(tools) if tools is not None else 0,
-                           "enable_thinking": _switch(params)}
+                           "enable_thinking": client_switch(params)}
     if not isinstance(messages, list) or _redacted_messages(messages):
         return out  # message logging off (or a prompt that is not a list): tool history is inferred
     out["message_count"] = len(messages)
@@ -150,36 +147,6 @@ def _redacted_messages(messages: list) -> bool:
     """LiteLLM's stand-in for a prompt it did not log (``turn_off_message_logging``)."""
     return (len(messages) == 1 and isinstance(messages[0], dict)
             and messages[0].get("content") == REDACTED)
-
-
-def _switch(params: dict) -> bool | None:
-    """The client's thinking switch, when the logged parameters carry one."""
-    kwargs = params.get("chat_template_kwargs")
-    for value in (params.get("enable_thinking"),
-                  *((kwargs.get("enable_thinking"), kwargs.get("thinking")) if isinstance(kwargs, dict) else ())):
-        if isinstance(value, bool):
-            return value
-    return None
-
-
-def _switch_sent(sent: Any) -> bool | None:
-    """The client's thinking switch, read back from the keys the ladder's normalizer sent (``thinking_sent``).
-
-    The normalizer writes the switch into the template's keys: a false
-    ``enable_thinking``/``thinking``, or GLM-5.3's ``reasoning_effort: "low"``, is
-    thinking off; a true key, or ``clear_thinking`` (sent only with thinking on),
-    is on.
-    """
-    if not isinstance(sent, dict):
-        return None
-    for key in ("enable_thinking", "thinking"):
-        if isinstance(sent.get(key), bool):
-            return sent[key]
-    if sent.get("reasoning_effort") == "low":
-        return False
-    if "clear_thinking" in sent:
-        return True
-    return None
 
 
 def _answer(payload: dict) -> dict:

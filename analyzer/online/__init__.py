@@ -13,10 +13,12 @@ Entry points:
   for the models in :data:`LADDER_MODELS` (GLM: :func:`is_glm`)
 - :func:`normalize_thinking`, :func:`validate_thinking_budget`, :func:`anthropic_stop_reason`
   (client input they refuse raises :class:`ClientRequestError`, a ``ValueError``);
-  :func:`glm_template` says which GLM chat-template generation a served name runs
+  :func:`glm_template` says which GLM chat-template generation a served name runs;
+  :func:`client_switch` and :func:`switch_sent` read the thinking switch a request asked for
 - :func:`repair_leaked_answer` — a think block leaked into ``content`` split out
   (the ladder does it for the models it is armed for)
-- :func:`log_fields` — the extra fields a proxy adds to its response record
+- :func:`log_fields` — the extra fields a proxy adds to its response record (a gateway's
+  adapter puts them under :data:`LOG_FIELDS_KEY` in its own log)
 """
 
 from .classify import (
@@ -70,14 +72,16 @@ from .ladder import (
     run_ladder,
 )
 from .models import LADDER_MODELS, is_glm, model_matches
-from .logfields import LOG_FIELDS_VERSION, log_fields
+from .logfields import LOG_FIELDS_KEY, LOG_FIELDS_VERSION, log_fields
 from .normalize import (
     THINKING_KEYS,
     ClientRequestError,
     ThinkingBudgetError,
     anthropic_stop_reason,
     answer_capacity,
+    client_switch,
     normalize_thinking,
+    switch_sent,
     thinking_sent,
     validate_thinking_budget,
 )
@@ -104,6 +108,7 @@ __all__ = [
     "LENGTH_RUNGS",
     "LENGTH_WITH_NO_CONTENT",
     "LOGGED",
+    "LOG_FIELDS_KEY",
     "LOG_FIELDS_VERSION",
     "NO_ANSWER_200",
     "OK",
@@ -134,6 +139,7 @@ __all__ = [
     "arun_ladder",
     "build_rung",
     "classify",
+    "client_switch",
     "decide",
     "features_from_exchange",
     "forwardable_headers",
@@ -154,6 +160,7 @@ __all__ = [
     "rung_payloads",
     "run_ladder",
     "split_leaked_reasoning",
+    "switch_sent",
     "thinking_sent",
     "validate_thinking_budget",
 ]

@@ -21,6 +21,12 @@ from .normalize import thinking_sent
 #: and the classes ``answer-in-reasoning`` and ``reasoning-leaked``.
 LOG_FIELDS_VERSION = 4
 
+#: Where a gateway's adapter puts :func:`log_fields` in the gateway's own log, and
+#: where the analyzer reads them back: a key of LiteLLM's
+#: ``metadata.spend_logs_metadata`` (the one free-form object LiteLLM copies into
+#: every StandardLoggingPayload).
+LOG_FIELDS_KEY = "analyzer_log_fields"
+
 
 def log_fields(
     payload: Mapping[str, Any],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .templates import SWITCH_KEYS, glm_template
+from .templates import GLM_TEMPLATES, SWITCH_KEYS, glm_template
 
 # Chat-template keys that switch thinking on/off, per model family. GLM gets both
 # keys because GLM/vLLM template revisions disagree about which one they read
@@ -197,6 +197,42 @@ def thinking_sent(payload: Any) -> dict[str, Any] | None:
     found = {k: kwargs[k] for k in THINKING_SENT_KEYS
              if k in kwargs and (kwargs[k] is None or isinstance(kwargs[k], (bool, int, float, str)))}
     return found or None
+
+
+def client_switch(params: Any) -> bool | None:
+    """The thinking switch a client asked for in a request's parameters, or None (not asked).
+
+    A boolean top-level ``enable_thinking`` (an OpenAI client's ``extra_body``), else
+    a boolean switch key (``enable_thinking``, ``thinking``) in
+    ``chat_template_kwargs``. Never raises.
+    """
+    if not isinstance(params, Mapping):
+        return None
+    kwargs = params.get("chat_template_kwargs")
+    keys = (params.get("enable_thinking"), *(kwargs.get(k) for k in SWITCH_KEYS if isinstance(kwargs, Mapping)))
+    return next((v for v in keys if isinstance(v, bool)), None)
+
+
+#: The ``reasoning_effort`` values :func:`normalize_thinking` sends for "thinking off".
+_EFFORTS_OFF = frozenset(t.effort_off for t in GLM_TEMPLATES if t.effort_off is not None)
+
+
+def switch_sent(sent: Any) -> bool | None:
+    """The switch :func:`normalize_thinking` was asked for, read back from what it sent (:func:`thinking_sent`).
+
+    A false or true switch key says it; so does a generation without an off switch:
+    its "off" effort (GLM-5.3's ``reasoning_effort: "low"``) is off, and
+    ``clear_thinking``, sent only with thinking on, is on. None when the keys say
+    nothing (the client did not ask). Never raises.
+    """
+    if not isinstance(sent, Mapping):
+        return None
+    switch = next((sent[k] for k in SWITCH_KEYS if isinstance(sent.get(k), bool)), None)
+    if switch is not None:
+        return switch
+    if sent.get("reasoning_effort") in _EFFORTS_OFF:
+        return False
+    return True if "clear_thinking" in sent else None
 
 
 def _is_int(v: Any) -> bool:

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from analyzer.io.litellm_records import LOG_FIELDS_KEY
+from analyzer.online import LOG_FIELDS_KEY
 from analyzer.store.db import connect
 from tests.support.cli import analyze
 from tests.support.litellm import LiteLLMProxy, free_port
@@ -172,10 +172,7 @@ def test_the_ladder_recovered_inside_litellm_and_its_log_fields_reached_the_payl
         if d.call.outcome == "recovered":
             assert d.status == 200 and final == "ok", d.call.name  # the client got the recovered answer
     # every ladder call's payload carries analyzer.online's log fields in its metadata, under the key
-    # the reader looks for (two constants, one in the adapter and one in the reader: kept equal here)
-    from analyzer.integrations.litellm_ladder import LOG_FIELDS_KEY as WRITTEN_UNDER
-
-    assert WRITTEN_UNDER == LOG_FIELDS_KEY
+    # the reader looks for
     for p in week.payloads:
         fields = (p["metadata"].get("spend_logs_metadata") or {}).get(LOG_FIELDS_KEY)
         assert (fields is not None) == (p["litellm_call_id"] in ladder)

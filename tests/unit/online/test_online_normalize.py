@@ -16,9 +16,11 @@ from analyzer.online import (
     ThinkingBudgetError,
     anthropic_stop_reason,
     answer_capacity,
+    client_switch,
     glm_template,
     glm_version,
     normalize_thinking,
+    switch_sent,
     thinking_sent,
     validate_thinking_budget,
 )
@@ -413,6 +415,25 @@ def test_the_log_says_what_was_sent():
         "enable_thinking": True, "thinking": True, "clear_thinking": False}
     for junk in ({}, {"chat_template_kwargs": "x"}, {"chat_template_kwargs": {"custom": [1]}}, None, 5):
         assert thinking_sent(junk) is None
+
+
+@pytest.mark.parametrize("model", ["glm-4.5", "glm-5", "glm-5.2", "glm-5.3", "GLM-5.3-FP8", "glm-6", "qwen3"])
+@pytest.mark.parametrize("override", [None, {"glm-5": "glm-5.3"}])
+@pytest.mark.parametrize("enabled", [True, False, None])
+def test_the_switch_asked_for_reads_back_from_what_was_sent(model, override, enabled):
+    """What a gateway logs (thinking_sent) says the switch the client asked for: a GLM-5.3's "low"
+    effort is off, its clear_thinking on; nothing asked, nothing said."""
+    sent = thinking_sent(normalize_thinking({"model": model}, model, enabled, templates=override))
+    assert switch_sent(sent) is enabled
+
+
+def test_the_clients_switch_in_its_parameters():
+    assert client_switch({"enable_thinking": False, "chat_template_kwargs": {"thinking": True}}) is False
+    assert client_switch({"enable_thinking": "no", "chat_template_kwargs": {"thinking": True}}) is True
+    assert client_switch({"chat_template_kwargs": {"enable_thinking": False}}) is False
+    for junk in ({}, None, 5, {"chat_template_kwargs": "on"}, {"chat_template_kwargs": {"clear_thinking": True}}):
+        assert client_switch(junk) is None
+    assert switch_sent({"reasoning_effort": "high"}) is None and switch_sent("low") is None
 
 
 # ---------------------------------------------------------------------------
