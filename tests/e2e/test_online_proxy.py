@@ -10,14 +10,13 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
 
 import httpx
 import pytest
 
 from analyzer.online import LOG_FIELDS_VERSION
 from tests.support.proxy import readme_example_source
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     DROP_TOOLS,
     FINAL_ANSWER,
     FLATTEN_TRANSCRIPT,
@@ -40,6 +39,7 @@ from tests.support.upstream import (
     thinking_disabled,
 )
 from tests.support.repo import REPO
+from tools.ports import free_port
 
 HISTORY = [
     {"role": "system", "content": "You are a geospatial assistant. " * 20},
@@ -229,7 +229,7 @@ def test_healthy_tool_call_is_passed_on(upstream, proxy):
 
 
 def test_rate_limit_is_not_retried(upstream, proxy):
-    from tests.support.upstream import rate_limited
+    from tools.faulty_upstream import rate_limited
 
     upstream.script = always(rate_limited)
     r = post(proxy, client_payload())
@@ -240,9 +240,7 @@ def test_rate_limit_is_not_retried(upstream, proxy):
 
 
 def test_unreachable_upstream_is_the_proxys_own_error_path(make_proxy):
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1/chat/completions"
+    dead = f"http://127.0.0.1:{free_port()}/v1/chat/completions"  # a port nothing listens on
     proxy = make_proxy(upstream_url=dead)
     r = post(proxy, client_payload())
     assert r.status_code == 502

@@ -25,7 +25,7 @@ from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.classification.turns import refresh_turns
 from tests.support.proxy import LadderProxy
-from tests.support.upstream import FaultyUpstream, Reply, always
+from tools.faulty_upstream import FaultyUpstream, Reply, always
 from tests.unit.online.test_online_fuzz import DEEP, DEEP_OBJECT, bodies
 
 HISTORY = [

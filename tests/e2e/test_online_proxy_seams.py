@@ -14,7 +14,7 @@ import pytest
 
 from analyzer.online import LOG_FIELDS_VERSION
 from tests.support.proxy import create_app
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     DROP_TOOLS,
     TOOL_CHOICE_NONE,
     always,

@@ -39,7 +39,8 @@ from analyzer.jobs.metrics import load_prometheus
 from analyzer.classification.windows import wedged_episodes
 from analyzer.io.prometheus import MAX_POINTS, QUERIES, fetch_range
 from analyzer.classification.turns import refresh_turns
-from tools.prometheus_process import free_port, prometheus_process
+from tools.ports import free_port
+from tools.prometheus_process import prometheus_process
 
 WEDGE_WINDOW = "4s"
 PHASES = (("normal", 6), ("idle", 6), ("wedged", 10), ("restarted", 6))

@@ -53,7 +53,7 @@ from analyzer.store.asking import execute  # noqa: E402
 from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.store.lake import open_lake  # noqa: E402
-from tests.support import litellm as L  # noqa: E402
+from tools import litellm_payloads as L  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
 from tests.support.week import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, answer, turn, week_records  # noqa: E402
