@@ -28,7 +28,7 @@ from tools.faulty_upstream import (
     refusing,
     slow,
 )
-from tests.e2e.test_online_proxy import LOG_FIELD_KEYS, client_payload, only_response, post
+from tests.support.proxy_client import LOG_FIELD_KEYS, client_payload, only_response, post
 
 # ---------------------------------------------------------------------------
 # A gzip-encoded upstream
