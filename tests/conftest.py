@@ -14,7 +14,7 @@ import pytest
 from tests.support.ingesting import ingest_records
 from tests.support.proxy import LadderProxy
 from tests.support.readme_run import run_first_command
-from tests.support.upstream import FaultyUpstream
+from tools.faulty_upstream import FaultyUpstream
 
 # ---------------------------------------------------------------------------
 # Loopback servers: the fault-injecting upstream and the ladder proxy

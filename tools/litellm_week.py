@@ -2,7 +2,7 @@
 """Scripted GLM sessions through a real LiteLLM proxy, and the sample LiteLLM week they write.
 
 LiteLLM (the pinned ``litellm`` of the test extra) runs on 127.0.0.1 with the
-config of :func:`config_yaml`: ``glm-5`` routed to :class:`tests.support.upstream.
+config of :func:`config_yaml`: ``glm-5`` routed to :class:`tools.faulty_upstream.
 FaultyUpstream` as a ``hosted_vllm/`` model, a fallback pair, a model with a short
 timeout, and ``glm-5-ladder`` running analyzer.online's ladder inside LiteLLM
 (``ladder/glm-5``, analyzer.integrations.litellm_ladder); its S3 logging callback
@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.support, run as a script from anywhere
+sys.path.insert(0, str(ROOT))  # tools, run as a script from anywhere
 
-from tests.support.litellm import TOOL_HISTORY, TOOLS, LiteLLMProxy  # noqa: E402
-from tests.support.upstream import (  # noqa: E402
+from tools.faulty_upstream import (  # noqa: E402
     DROP_TOOLS,
     TOOL_CHOICE_NONE,
     FaultyUpstream,
@@ -68,6 +67,9 @@ from tests.support.upstream import (  # noqa: E402
     slow,
     tool_call_answer,
 )
+from tools.litellm_payloads import TOOL_HISTORY, TOOLS  # noqa: E402
+from tools.litellm_proxy import LiteLLMProxy  # noqa: E402
+from tools.ports import free_port  # noqa: E402
 
 BUCKET = "llm-logs"
 PREFIX = "litellm"
@@ -318,8 +320,6 @@ def run(out: Path) -> dict:
     """Drive :data:`CALLS` through a real LiteLLM into a moto S3 server; write the sample under ``out``."""
     import boto3
     from moto.server import ThreadedMotoServer
-
-    from tests.support.litellm import free_port
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     access, secret = "AKIALITELLMWEEK0001", secrets.token_hex(16)

@@ -10,7 +10,6 @@ then killed) when the block ends.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -19,12 +18,7 @@ from typing import Iterable, Iterator
 
 import httpx
 
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tools.ports import free_port
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 
 A rerunnable trial of ``docs/integrations/open-llm-proxy.patch``: it serves the
 patched proxy (its own ``llm_proxy.py``, with uvicorn, on 127.0.0.1) in front of
-:class:`tests.support.upstream.FaultyUpstream`, sends a few hundred scripted
+:class:`tools.faulty_upstream.FaultyUpstream`, sends a few hundred scripted
 requests (GLM tool sessions whose naked 500s or empty 200s a given rung fixes,
 ones no rung fixes, timeouts, a rung cut off at the caller's deadline, 429s,
 gzip answers, non-GLM models, thinking keys and budgets, the proxy's own
@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,11 +47,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.support.upstream, run as a script from anywhere
+sys.path.insert(0, str(ROOT))  # tools.faulty_upstream, run as a script from anywhere
 
 import httpx  # noqa: E402  (an analyzer dependency)
 
-from tests.support.upstream import (  # noqa: E402
+from tools.faulty_upstream import (  # noqa: E402
     DROP_TOOLS,
     FINAL_ANSWER,
     ORIGINAL,
@@ -70,6 +69,7 @@ from tests.support.upstream import (  # noqa: E402
     slow,
     thinking_disabled,
 )
+from tools.ports import free_port  # noqa: E402
 
 PINNED_COMMIT = "2494c080a672eabc8ead0532c79df123e9a2007e"
 DEFAULT_REPO = os.environ.get("OPEN_LLM_PROXY_REPO", "https://github.com/boettiger-lab/open-llm-proxy")
@@ -255,12 +255,6 @@ class Script:
 
 class TrialError(Exception):
     """The trial could not run (exit 2), as opposed to a disagreement (exit 1)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def proxy_config(upstream_url: str) -> dict:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -32,15 +31,10 @@ import threading
 import time
 from pathlib import Path
 
+from tools.ports import free_port
+
 #: The entries of site-packages that are the analyzer itself (its editable install and metadata).
 ANALYZER_ENTRIES = ("analyzer", "__editable__", "__editable___analyzer")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_home() -> Path:

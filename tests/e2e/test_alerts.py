@@ -16,11 +16,7 @@ them), where they fail.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -32,6 +28,7 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from tools.alert_agreement import agreement, apply_for
 from tests.support.repo import REPO
 from tests.support.cli import analyze
+from tests.support.prometheus import promtool, tool
 
 ROOT = REPO
 
@@ -42,20 +39,6 @@ VARIANTS = {
     "1m evaluation, 15s scrapes, 10m": {"evaluation_interval": "1m", "scrape_interval": "15s", "wedge_window": "10m"},
     "kubernetes_pod_name": {"pod_label": "kubernetes_pod_name"},
 }
-
-
-def tool(name: str) -> str:
-    """A binary of Debian's prometheus package; skip without it, unless under CI, where that is a failure."""
-    path = shutil.which(name)
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-        pytest.fail(f"{name} is missing under CI: .ci/run must `apt-get install prometheus`")
-    pytest.skip(f"{name} is not installed (apt-get install prometheus)")
-
-
-def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([tool("promtool"), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.prometheus

@@ -15,7 +15,7 @@ import pytest
 from analyzer.core.errors import ExitCode
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.promql import re2_problem, unquote
-from tests.e2e.test_alerts import promtool
+from tests.support.prometheus import promtool
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 

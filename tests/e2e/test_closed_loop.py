@@ -2,7 +2,7 @@
 
 client (multi-turn tool-calling sessions, httpx)
   -> the ladder proxy (tests/support/proxy.py: FastAPI + httpx + arun_ladder + log_fields)
-  -> the fault-injecting upstream (tests/support/upstream.py), answering from a script
+  -> the fault-injecting upstream (tools/faulty_upstream.py), answering from a script
 then the analyzer ingests the proxy's JSONL log, and its turns, `ladder_attempts`,
 `ladder_summary` and the sizing block must say exactly what the script made the
 upstream do.
@@ -30,7 +30,7 @@ from analyzer.online import DEFAULT_RUNGS
 from analyzer.outputs.summary import build_summary
 from analyzer.classification.turns import refresh_turns
 from tests.support.proxy import LadderProxy
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     RUNG_ORDER,
     FaultyUpstream,
     Reply,
@@ -51,7 +51,7 @@ TOOLS = [{"type": "function", "function": {"name": n, "description": n, "paramet
 LADDER = list(RUNG_ORDER[1:4])
 
 # What the upstream answers, per reply kind: (prompt_tokens + completion_tokens) of the body.
-OK_TOKENS = 1200 + 42  # ok(): tests.support.upstream.completion defaults
+OK_TOKENS = 1200 + 42  # ok(): tools.faulty_upstream.completion defaults
 EMPTY_TOKENS = 1200 + 1  # empty_200_stop()
 
 # Turn specs, per session in order: (kind, rung). Kinds:

@@ -48,7 +48,8 @@ from tests.support.lakes import lake_differences  # noqa: E402
 from tests.support.repo import REPO  # noqa: E402
 from tools.spark_cluster import StandaloneCluster, spark_home  # noqa: E402
 from analyzer.questions.spark import local_session, register_lake  # noqa: E402
-from tests.e2e.test_spark_gate import PARAM_SETS, RUNNABLE, SAMPLES, _difference, _on_duckdb, _on_spark, _params  # noqa: E402
+from tests.support.questions import RUNNABLE  # noqa: E402
+from tests.support.spark_questions import PARAM_SETS, SAMPLES, difference, on_duckdb, on_spark, params  # noqa: E402
 
 SAMPLE = REPO / "sample_logs"
 LOGS = [str(SAMPLE / "s3"), str(SAMPLE / "kubectl")]
@@ -167,14 +168,14 @@ def test_every_question_answers_on_the_built_lake_as_on_the_database(built, duck
     db, _ = duckdb_lake
     on_db = connect(db, read_only=True)
     try:
-        answers = {(n, s): _on_duckdb(on_db, n, _params(n, s)) for n in RUNNABLE for s in PARAM_SETS}
+        answers = {(n, s): on_duckdb(on_db, n, params(n, s)) for n in RUNNABLE for s in PARAM_SETS}
     finally:
         on_db.close()
     problems = {}
     on_lake = open_lake(lake)
     try:
         for (name, param_set), want in answers.items():
-            problem = _difference(want, _on_duckdb(on_lake, name, _params(name, param_set)))
+            problem = difference(want, on_duckdb(on_lake, name, params(name, param_set)))
             if problem:
                 problems[("duckdb", name, param_set)] = problem
     finally:
@@ -185,7 +186,7 @@ def test_every_question_answers_on_the_built_lake_as_on_the_database(built, duck
         for (name, param_set), want in answers.items():
             if name in SAMPLES and param_set == "bound":
                 continue  # a fixed sample drawn by another hash on Spark (the gate checks it is a sample)
-            problem = _difference(want, _on_spark(spark, name, _params(name, param_set)))
+            problem = difference(want, on_spark(spark, name, params(name, param_set)))
             if problem:
                 problems[("spark", name, param_set)] = problem
     finally:

@@ -1,7 +1,7 @@
 """A real LiteLLM proxy in front of the fault-injecting upstream, its S3 logs analyzed, the ladder inside it.
 
 LiteLLM (the test extra's pinned ``litellm``, started as its ``litellm --config``
-command on 127.0.0.1) routes ``glm-5`` to :class:`tests.support.upstream.FaultyUpstream`
+command on 127.0.0.1) routes ``glm-5`` to :class:`tools.faulty_upstream.FaultyUpstream`
 as a ``hosted_vllm/`` model and ``glm-5-ladder`` to the same upstream through
 analyzer.integrations.litellm_ladder; its S3 logging callback writes every
 call's StandardLoggingPayload to a moto server on 127.0.0.1. The scripted calls
@@ -29,9 +29,9 @@ import pytest
 from analyzer.online import LOG_FIELDS_KEY
 from analyzer.store.db import connect
 from tests.support.cli import analyze
-from tests.support.litellm import LiteLLMProxy, free_port
 from tests.support.services import need
-from tests.support.upstream import FaultyUpstream
+from tools.faulty_upstream import FaultyUpstream
+from tools.litellm_proxy import LiteLLMProxy
 from tools.litellm_week import (
     BUCKET,
     CALLS,
@@ -42,6 +42,7 @@ from tools.litellm_week import (
     rungs_received,
     wait_for_objects,
 )
+from tools.ports import free_port
 
 pytestmark = pytest.mark.slow  # starts a LiteLLM proxy (about ten seconds) and drives the week through it
 

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
-from tests.unit.classification.test_metrics_windows import phases, t_of
+from tests.support.metric_phases import phases, t_of
 from tests.support.repo import REPO
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
@@ -29,7 +29,7 @@ ROOT = REPO
 
 
 def analyze(*args: str, cwd: Path) -> Ran:
-    # The scenarios are 15 s scrapes with a 2 minute wedge window (tests/unit/classification/test_metrics_windows.py).
+    # The scenarios are 15 s scrapes with a 2 minute wedge window (tests/support/metric_phases.py).
     return run_analyze(*args, "--wedge-window", "2m", cwd=cwd)
 
 

@@ -12,7 +12,6 @@ import gzip
 import json
 import logging
 import os
-import socket
 import uuid
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tests.support.week import week_records
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 from tests.support.services import need
+from tools.ports import free_port
 
 ACCESS_KEY = "AKIAANALYZERTEST0001"
 SECRET_KEY = "never-print-this-secret-" + uuid.uuid4().hex
@@ -35,9 +35,7 @@ def endpoint():
     """A moto S3 server on a free loopback port, for this module."""
     moto_server = need("moto.server")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     yield f"http://127.0.0.1:{port}"

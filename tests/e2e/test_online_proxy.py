@@ -10,14 +10,12 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
 
-import httpx
 import pytest
 
 from analyzer.online import LOG_FIELDS_VERSION
 from tests.support.proxy import readme_example_source
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     DROP_TOOLS,
     FINAL_ANSWER,
     FLATTEN_TRANSCRIPT,
@@ -39,43 +37,9 @@ from tests.support.upstream import (
     slow,
     thinking_disabled,
 )
+from tests.support.proxy_client import HISTORY, LOG_FIELD_KEYS, client_payload, only_response, post
 from tests.support.repo import REPO
-
-HISTORY = [
-    {"role": "system", "content": "You are a geospatial assistant. " * 20},
-    {"role": "user", "content": "Show me protected lands near socially vulnerable communities in Texas."},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "chatcmpl-tool-1", "type": "function",
-         "function": {"name": "query", "arguments": '{"sql": "SELECT State_Nm, SUM(GIS_Acres) FROM padus"}'}}]},
-    {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": "| name | total |\n|---|---|\n| Texas 6 | 61,883.4 |"},
-    {"role": "assistant", "content": "Texas has 61,883 acres in that view.", "tool_calls": []},
-    {"role": "user", "content": "How has that changed since 2015?"},
-]
-TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
-         for n in ("query", "show_layer", "fly_to")]
-LOG_FIELD_KEYS = {"log_fields_version", "upstream_status", "finish_reason", "max_tokens", "thinking_token_budget",
-                  "tool_history", "incident_class", "final_class", "caller_deadline_s", "ladder_armed", "ladder",
-                  "reasoning_repaired", "thinking_sent"}
-
-
-def client_payload(**extra):
-    """What geo-agent sends: tool history, tools, the thinking switch, a session id."""
-    return {"model": "glm-5", "messages": HISTORY, "tools": TOOLS, "tool_choice": "auto", "temperature": 0.0,
-            "enable_thinking": True, "user": "4a57eaa9-ea0d-44ad-b3d5-a51f3bacced6", **extra}
-
-
-def post(proxy, payload):
-    return httpx.post(proxy.chat_url, json=payload, timeout=30, headers={"x-client": "geo-agent/v3.13.1"})
-
-
-def only_response(proxy):
-    records = proxy.records()
-    assert [r["type"] for r in records] == ["request", "response"]
-    request, response = records
-    assert request["request_id"] == response["request_id"]
-    assert re.fullmatch(r"[0-9a-f]{8}", response["request_id"])
-    return response
-
+from tools.ports import free_port
 
 # ---------------------------------------------------------------------------
 # Recovery
@@ -229,7 +193,7 @@ def test_healthy_tool_call_is_passed_on(upstream, proxy):
 
 
 def test_rate_limit_is_not_retried(upstream, proxy):
-    from tests.support.upstream import rate_limited
+    from tools.faulty_upstream import rate_limited
 
     upstream.script = always(rate_limited)
     r = post(proxy, client_payload())
@@ -240,9 +204,7 @@ def test_rate_limit_is_not_retried(upstream, proxy):
 
 
 def test_unreachable_upstream_is_the_proxys_own_error_path(make_proxy):
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1/chat/completions"
+    dead = f"http://127.0.0.1:{free_port()}/v1/chat/completions"  # a port nothing listens on
     proxy = make_proxy(upstream_url=dead)
     r = post(proxy, client_payload())
     assert r.status_code == 502

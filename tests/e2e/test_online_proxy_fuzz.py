@@ -2,7 +2,7 @@
 and client junk over real HTTP.
 
 A fault-injecting upstream on 127.0.0.1 answers with malformed bodies (the
-bodies of ``tests/unit/online/test_online_fuzz.py``: arbitrary JSON, answer-shaped JSON with
+bodies of ``tests/support/online_fuzz.py``: arbitrary JSON, answer-shaped JSON with
 junk in every slot, non-JSON, empty, 100,000-deep), statuses and content types;
 clients send junk in the fields the normalizer reads. For every request the
 client never gets a 500 the proxy's own code produced (a 500 is only ever the
@@ -25,8 +25,8 @@ from analyzer.store.db import connect
 from analyzer.ingestion.logs import ingest
 from analyzer.classification.turns import refresh_turns
 from tests.support.proxy import LadderProxy
-from tests.support.upstream import FaultyUpstream, Reply, always
-from tests.unit.online.test_online_fuzz import DEEP, DEEP_OBJECT, bodies
+from tools.faulty_upstream import FaultyUpstream, Reply, always
+from tests.support.online_fuzz import DEEP, DEEP_OBJECT, bodies
 
 HISTORY = [
     {"role": "user", "content": "Protected lands in Texas?"},

@@ -14,7 +14,7 @@ import pytest
 
 from analyzer.online import LOG_FIELDS_VERSION
 from tests.support.proxy import create_app
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     DROP_TOOLS,
     TOOL_CHOICE_NONE,
     always,
@@ -28,7 +28,7 @@ from tests.support.upstream import (
     refusing,
     slow,
 )
-from tests.e2e.test_online_proxy import LOG_FIELD_KEYS, client_payload, only_response, post
+from tests.support.proxy_client import LOG_FIELD_KEYS, client_payload, only_response, post
 
 # ---------------------------------------------------------------------------
 # A gzip-encoded upstream

@@ -40,7 +40,8 @@ from analyzer.classification.windows import wedged_episodes
 from analyzer.io.prometheus import fetch_range, parse_selector, query_for
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
-from tests.e2e.test_prometheus_e2e import free_port, http_server, prometheus_binary, prometheus_running
+from tests.support.prometheus import http_server, prometheus_binary, prometheus_running
+from tools.ports import free_port
 
 pytestmark = pytest.mark.prometheus
 

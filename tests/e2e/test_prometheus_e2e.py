@@ -19,15 +19,13 @@ errors an operator sees, and the bounded step.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import threading
 import time
 from contextlib import contextmanager
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 from urllib.parse import parse_qs, urlparse
 
 import httpx
@@ -39,50 +37,11 @@ from analyzer.jobs.metrics import load_prometheus
 from analyzer.classification.windows import wedged_episodes
 from analyzer.io.prometheus import MAX_POINTS, QUERIES, fetch_range
 from analyzer.classification.turns import refresh_turns
-from tools.prometheus_process import free_port, prometheus_process
+from tests.support.prometheus import http_server, prometheus_binary, prometheus_running
+from tools.ports import free_port
 
 WEDGE_WINDOW = "4s"
 PHASES = (("normal", 6), ("idle", 6), ("wedged", 10), ("restarted", 6))
-
-
-# ---------------------------------------------------------------------------
-# Loopback HTTP servers
-
-
-Handler = Callable[[BaseHTTPRequestHandler], tuple[int, str, str]]  # -> (status, content type, body)
-
-
-@contextmanager
-def http_server(handle: Handler) -> Iterator[str]:
-    """A threaded HTTP server on 127.0.0.1 answering every GET with ``handle``; yields its URL."""
-
-    class _Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            status, ctype, body = handle(self)
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args) -> None:  # keep test output clean
-            pass
-
-    class _Server(ThreadingHTTPServer):
-        def handle_error(self, request, client_address) -> None:
-            pass  # a client that gave up (the timeout tests) closes the socket mid-answer: not news
-
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 # ---------------------------------------------------------------------------
@@ -157,16 +116,6 @@ class FakeVllm:
 # A real Prometheus
 
 
-def prometheus_binary() -> str:
-    """The prometheus binary; skip without it, unless under CI, where that is a failure."""
-    path = shutil.which("prometheus")
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-        pytest.fail("the prometheus binary is missing under CI: .ci/run must `apt-get install prometheus`")
-    pytest.skip("the prometheus binary is not installed (apt-get install prometheus)")
-
-
 @contextmanager
 def prometheus_server(binary: str, workdir: Path, target: str) -> Iterator[str]:
     """Run Prometheus on 127.0.0.1 scraping ``target`` every second; yield its URL."""
@@ -177,14 +126,6 @@ def prometheus_server(binary: str, workdir: Path, target: str) -> Iterator[str]:
         "        labels: {pod: glm-5-0}\n"  # as Kubernetes relabeling would add it
     )
     with prometheus_running(binary, workdir, scrape_configs) as url:
-        yield url
-
-
-@contextmanager
-def prometheus_running(binary: str, workdir: Path, scrape_configs: str) -> Iterator[str]:
-    """Run Prometheus on 127.0.0.1 with these ``scrape_configs`` (YAML list items), 1 s interval; yield its URL."""
-    config = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n" + scrape_configs
-    with prometheus_process(binary, config, workdir) as url:
         yield url
 
 

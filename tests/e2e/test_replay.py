@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -35,7 +34,7 @@ from analyzer.online import DEFAULT_RUNGS
 from analyzer.jobs.replay import RateLimiter, endpoint_url, public_endpoint
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, write_jsonl
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     RUNG_ORDER,
     Reply,
     always,
@@ -47,6 +46,7 @@ from tests.support.upstream import (
     payload_rung,
 )
 from tests.support.cli import analyze
+from tools.ports import free_port
 
 PROMPT = ("You are the Conservation Almanac assistant, a geospatial data agent embedded in a web map. "
           "Answer questions about protected lands by querying datasets and drawing layers.\n") * 3
@@ -359,14 +359,8 @@ def test_a_failing_endpoint_is_a_result_every_ladder_exhausted(db, upstream, cap
     assert "exhausted 4" in out
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_unreachable_endpoint_is_a_clear_error(db):
-    port = _closed_port()
+    port = free_port()  # nothing listens on it
     p = analyze("replay", "--db", db, "--endpoint", f"http://user:pw@127.0.0.1:{port}/v1?token=abc")
     assert p.returncode == ExitCode.UPSTREAM
     assert f"cannot reach the replay endpoint http://127.0.0.1:{port}/v1/chat/completions" in p.stderr

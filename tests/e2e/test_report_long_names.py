@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import report as make_report
-from tests.e2e.test_report_browser import check_page, open_report, require_chromium
+from tests.support.browser import check_page, open_report, require_chromium
 from tests.support.ingesting import run
 from tests.support.records import at, request, response_error, response_ok, write_jsonl
 

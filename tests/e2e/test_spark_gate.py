@@ -17,7 +17,8 @@ declared parameter NULL, and every one bound. Rows are compared sorted, floats
 within 1e-9 relative, times exactly, and every value and column as the JSON
 format prints it: of the same JSON type (an integral DOUBLE prints ``14.0`` on
 both engines, a BIGINT ``14``; :func:`json_kind` of each column's type). A new
-DuckDB-only construct in a question fails here.
+DuckDB-only construct in a question fails here. How each engine is asked and the
+answers compared (``json_kind`` included): tests/support/spark_questions.py.
 
 ``pytest -s`` prints the figures (questions equal / total, seconds on each engine);
 they are also written to ``spark-gate.txt`` in the test's temporary folder.
@@ -29,11 +30,8 @@ from __future__ import annotations
 
 import io
 import json
-import math
-import re
 import time
 from datetime import datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -46,47 +44,23 @@ from analyzer.classification.turns import refresh_turns  # noqa: E402
 from analyzer.ingestion.logs import ingest  # noqa: E402
 from analyzer.online import LadderSettings, log_fields, run_ladder  # noqa: E402
 from analyzer.outputs.lake import export_lake  # noqa: E402
-from analyzer.outputs.rows import json_value, write_json  # noqa: E402
-from analyzer.questions.spark import local_session, question_frame, register_lake, to_spark_sql  # noqa: E402
+from analyzer.outputs.rows import write_json  # noqa: E402
+from analyzer.questions.spark import local_session, register_lake, to_spark_sql  # noqa: E402
 from analyzer.questions.spark.sql import HAND_WRITTEN, hand_written  # noqa: E402
 from analyzer.store.asking import execute  # noqa: E402
-from analyzer.store.catalog import load_queries  # noqa: E402
 from analyzer.store.db import connect  # noqa: E402
 from analyzer.store.lake import open_lake  # noqa: E402
-from tests.support import litellm as L  # noqa: E402
+from tools import litellm_payloads as L  # noqa: E402
 from tests.support.records import (  # noqa: E402
     at, request, response_error, response_ok, stamp, stdout_line, write_jsonl)
+from tests.support.questions import QUERIES, RUNNABLE  # noqa: E402
+from tests.support.spark_questions import (  # noqa: E402
+    PARAM_SETS, SAMPLES, difference, on_duckdb, on_spark, params, same)
 from tests.support.week import DAY, TOOLS_PAYLOAD, WEDGED_WINDOW, answer, turn, week_records  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
-QUERIES = load_queries()
-RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
 POD = "glm-proxy-7b5c8d9f6-q9z4x"
-
-#: Every parameter a question declares, bound (the second parameter set). Lists bind
-#: as lists, intervals as text DuckDB reads, times with a fractional second.
-BOUND = {
-    "since": "2026-11-16T00:00:00.250Z",
-    "until": "2026-11-19T00:00:00Z",
-    "model": "%",
-    "models": ["glm-5", "glm-4.6", "qwen3"],
-    "width": "1 hour",
-    "limit": 3,
-    "last_turns": 2,
-    "dimension": "origin",
-    "min_calls": 3,
-    "kinds": ["buffer-dropped", "slow-completion", "log-response-failed"],
-    "gap_s": 600,
-    "min_turns": 2,
-    "source": "proxy",
-    "triggers": ["tool-history-5xx"],
-    "sessions": ["s-a", "s-e", "s-p"],
-    "pod": "vllm/glm-5-0",
-    "model_name": "glm-5",
-    "metrics": ["vllm:generation_tokens_total", "vllm:num_requests_running"],
-}
-PARAM_SETS = ("null", "bound")
 
 #: Questions that find nothing by design in one parameter set, and why.
 EMPTY_BY_DESIGN = {
@@ -100,10 +74,6 @@ EMPTY_BY_DESIGN = {
     ("skipped_files_kept", "bound"): "as input_file_examples",
     ("skipped_files_latest", "bound"): "as input_file_examples",
 }
-
-#: Questions whose bound `limit` draws a sample by a hash only DuckDB computes: on
-#: Spark the same number of rows, each one of the unlimited answer's.
-SAMPLES = {"thinking_points"}
 
 
 # ---------------------------------------------------------------------------
@@ -261,102 +231,6 @@ def build_gate_db(path: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------
-# Comparing answers
-
-
-def _plain(v):
-    """A value as `analyze sql -f json` prints it (:func:`analyzer.outputs.rows.json_value`): a DECIMAL
-    as an int when whole, else a float; MAP/struct as sorted items."""
-    if isinstance(v, Decimal):
-        return json_value(v)
-    if isinstance(v, dict):
-        return tuple(sorted((str(k), _plain(x)) for k, x in v.items()))
-    if isinstance(v, (list, tuple)):
-        return tuple(_plain(x) for x in v)
-    return v
-
-
-_DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
-_NUMBER_KINDS = {"DOUBLE": "float", "FLOAT": "float", "REAL": "float",
-                 **dict.fromkeys(("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT",
-                                  "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "LONG", "SHORT", "BYTE"), "int")}
-
-
-def json_kind(type_text: str) -> str:
-    """What a column of this type prints as in JSON, on either engine (DuckDB's type or Spark's simpleString).
-
-    ``float`` (DOUBLE: ``14.0``), ``int`` (the integers and DECIMAL(p, 0): ``14``),
-    ``decimal`` (DECIMAL(p, s): ``14`` when whole, else ``14.5``), and the others by name
-    (text, bool, time, date, map<...>).
-    """
-    t = type_text.strip().upper()
-    if t.startswith("MAP"):
-        inner = t[t.index("(" if "(" in t else "<") + 1:-1]
-        key, _, value = inner.partition(",")
-        return f"map<{json_kind(key)},{json_kind(value)}>"
-    if t.endswith("[]") or t.startswith("ARRAY<"):
-        return f"list<{json_kind(t[:-2] if t.endswith('[]') else t[6:-1])}>"
-    m = _DECIMAL.fullmatch(t)
-    if m:
-        return "int" if m.group(2) == "0" else "decimal"
-    if t in _NUMBER_KINDS:
-        return _NUMBER_KINDS[t]
-    return {"VARCHAR": "text", "STRING": "text", "JSON": "text", "BOOLEAN": "bool", "TIMESTAMP": "time",
-            "TIMESTAMP_NTZ": "time", "DATE": "date"}.get(t, t.lower())
-
-
-def _sort_key(row: tuple) -> str:
-    return repr(tuple(f"{v:.6g}" if isinstance(v, float) else v for v in row))
-
-
-def _same(a, b) -> bool:
-    """The same JSON value: of the same JSON type (``14`` is not ``14.0``), floats within 1e-9 relative."""
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
-        return a is b or (a == b and type(a) is type(b))
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
-def _difference(duck: tuple[list, list, list], spark: tuple[list, list, list]) -> str | None:
-    """None when the answers are the same (columns, their JSON types, rows), else what differs first."""
-    (dcols, drows, dkinds), (scols, srows, skinds) = duck, spark
-    if dcols != scols:
-        return f"columns differ: DuckDB {dcols}, Spark {scols}"
-    kinds = [(c, d, s) for c, d, s in zip(dcols, dkinds, skinds) if d != s]
-    if kinds:
-        return "columns print as other JSON types: " + ", ".join(f"{c} (DuckDB {d}, Spark {s})" for c, d, s in kinds)
-    if len(drows) != len(srows):
-        return f"{len(drows)} rows on DuckDB, {len(srows)} on Spark"
-    for x, y in zip(sorted(drows, key=_sort_key), sorted(srows, key=_sort_key)):
-        if not _same(x, y):
-            return f"first differing row:\n  DuckDB {x}\n  Spark  {y}"
-    return None
-
-
-def _params(name: str, param_set: str) -> dict:
-    declared = QUERIES[name].params if QUERIES[name].kind == "question" else ()
-    return {p: BOUND[p] for p in declared} if param_set == "bound" else {}
-
-
-def _on_duckdb(con, name: str, params: dict) -> tuple[list, list, list]:
-    cur = execute(con, name, params)
-    cols = [d[0] for d in cur.description]
-    kinds = [json_kind(str(d[1])) for d in cur.description]
-    return cols, [tuple(_plain(v) for v in r) for r in cur.fetchall()], kinds
-
-
-def _on_spark(spark, name: str, params: dict) -> tuple[list, list, list]:
-    df = question_frame(spark, name, **params)
-    kinds = [json_kind(f.dataType.simpleString()) for f in df.schema.fields]
-    return df.columns, [tuple(_plain(v) for v in r) for r in df.collect()], kinds
-
-
-# ---------------------------------------------------------------------------
 # The run: both engines, both parameter sets, once for the module
 
 
@@ -368,7 +242,7 @@ def gate(tmp_path_factory):
     try:
         export_lake(con, tmp / "lake")
         started = time.perf_counter()
-        duck = {(n, s): _on_duckdb(con, n, _params(n, s)) for n in RUNNABLE for s in PARAM_SETS}
+        duck = {(n, s): on_duckdb(con, n, params(n, s)) for n in RUNNABLE for s in PARAM_SETS}
         duck_s = time.perf_counter() - started
     finally:
         con.close()
@@ -384,7 +258,7 @@ def gate(tmp_path_factory):
         for n in RUNNABLE:
             for s in PARAM_SETS:
                 try:
-                    answers[(n, s)] = _on_spark(spark, n, _params(n, s))
+                    answers[(n, s)] = on_spark(spark, n, params(n, s))
                 except Exception as exc:  # every question runs; the test of each says what failed
                     errors[(n, s)] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         spark_s = time.perf_counter() - started
@@ -398,7 +272,7 @@ def gate(tmp_path_factory):
         numbers_on_duckdb = _json([d[0] for d in cur.description], cur.fetchall())
     finally:
         lake.close()
-    equal = sum(1 for k in duck if k in answers and _difference(duck[k], answers[k]) is None
+    equal = sum(1 for k in duck if k in answers and difference(duck[k], answers[k]) is None
                 or (k[0] in SAMPLES and k in answers and _sample_ok(duck, answers, k) is None))
     empty = sorted(k for k, (_, rows, _) in duck.items() if not rows)
     figures = (
@@ -443,7 +317,7 @@ def _sample_ok(duck, answers, key) -> str | None:
         return f"columns print as other JSON types: DuckDB {drawn_kinds}, Spark {kinds}"
     if len(rows) != len(drawn):
         return f"{len(rows)} rows on Spark, {len(drawn)} on DuckDB"
-    missing = [r for r in rows if not any(_same(r, x) for x in all_rows)]
+    missing = [r for r in rows if not any(same(r, x) for x in all_rows)]
     return f"rows not in the unlimited answer: {missing}" if missing else None
 
 
@@ -456,7 +330,7 @@ def test_same_answer_on_spark_as_on_duckdb(gate, name, param_set):
     if name in SAMPLES and param_set == "bound":
         problem = _sample_ok(duck, answers, key)
     else:
-        problem = _difference(duck[key], answers[key])
+        problem = difference(duck[key], answers[key])
     assert problem is None, f"{name} ({param_set} parameters): {problem}"
 
 

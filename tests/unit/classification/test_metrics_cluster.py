@@ -1,8 +1,8 @@
 """Cluster realities in metric files: namespaces, label spellings, sidecars, sleep, siblings, one count per failure.
 
 CSV exports at 15 s scrapes with a 2 minute wedge window, as in
-``tests/unit/classification/test_metrics_windows.py`` (whose phase helpers these reuse); and the
-streaming reader of big text scrapes checked against prometheus-client on the
+``tests/unit/classification/test_metrics_windows.py`` (the phase helpers both use are
+tests/support/metric_phases.py's); and the streaming reader of big text scrapes checked against prometheus-client on the
 same file.
 """
 
@@ -24,7 +24,7 @@ from analyzer.ingestion.metric_stage import STAGE, Series, close_stage, open_sta
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
 from tests.support.fresh_db import fresh_connection
-from tests.unit.classification.test_metrics_windows import W, phases, t_of, windows, write_csv
+from tests.support.metric_phases import W, phases, t_of, windows, write_csv
 
 
 @pytest.fixture

@@ -22,11 +22,9 @@ the sample week against its ground truth.
 
 from __future__ import annotations
 
-import csv
 import json
 import random
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -43,14 +41,11 @@ from tests.support.records import (
     response_error,
     write_jsonl,
 )
+from tests.support.metric_phases import EPOCH0, W, phases, t_of, windows, write_csv
 from tests.support.repo import REPO
 from tests.support.fresh_db import fresh_connection
 from tests.support.sample_s3_week import sample_s3_week
 from analyzer.store.db import connect
-
-EPOCH0 = int(T0.timestamp())  # 2026-11-16T14:00:00Z, the log records' T0
-STEP = 15
-W = "2m"
 
 
 @pytest.fixture
@@ -58,39 +53,6 @@ def con(tmp_path):
     c = fresh_connection(tmp_path / "analyzer.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
     yield c
     c.close()
-
-
-def t_of(i: int) -> int:
-    """Epoch seconds of scrape number ``i``."""
-    return EPOCH0 + STEP * i
-
-
-def phases(*spec: tuple[str, int]) -> list[tuple[int, float | None, float | None]]:
-    """(epoch, counter, running) per scrape; None where nothing was scraped."""
-    out, v, i = [], 1000.0, 0
-    for kind, n in spec:
-        for k in range(n):
-            if kind == "busy":
-                v, running = v + 250, 2
-            elif kind == "idle":
-                running = 0
-            elif kind == "wedged":
-                running = 3
-            elif kind == "stuck":
-                running = 0
-            elif kind == "restart":
-                v, running = (40.0 if k == 0 else v + 250), 1
-            elif kind == "restart-stuck":  # restarted, then generates nothing under demand
-                v, running = 0.0, 3
-            elif kind == "gap":
-                out.append((t_of(i), None, None))
-                i += 1
-                continue
-            else:
-                raise ValueError(kind)
-            out.append((t_of(i), v, running))
-            i += 1
-    return out
 
 
 def rows_for(timeline, *, pod="p1", model="glm-5", up=True, gauges=True, counter_name="vllm:generation_tokens_total",
@@ -109,22 +71,6 @@ def rows_for(timeline, *, pod="p1", model="glm-5", up=True, gauges=True, counter
         if up:
             rows.append([t, "up", f"pod={pod}", 1])
     return rows
-
-
-def write_csv(path: Path, rows) -> str:
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["timestamp", "metric", "labels", "value"])
-        w.writerows(rows)
-    return str(path)
-
-
-def windows(con, kind=None):
-    """(pod, model, kind, start epoch, end epoch) of pod_windows, sorted."""
-    rows = con.execute(
-        "SELECT pod, model_name, kind, epoch(start_ts)::BIGINT, epoch(end_ts)::BIGINT FROM pod_windows "
-        "WHERE $k IS NULL OR kind = $k ORDER BY pod, kind, start_ts", {"k": kind}).fetchall()
-    return [tuple(r) for r in rows]
 
 
 def load(con, tmp_path, rows, name="m.csv", **kw):

@@ -15,7 +15,7 @@ import pytest
 from analyzer.core.errors import ExitCode, InputError
 from analyzer.store.asking import ask
 from analyzer.store.db import connect
-from tests.support import litellm as L
+from tools import litellm_payloads as L
 from tests.support.cli import analyze, pipe_of
 from tests.support.fresh_db import fresh_db
 from tests.support.ingesting import run

@@ -19,10 +19,10 @@ import pytest
 
 from analyzer.online import LOG_FIELDS_KEY
 from analyzer.online import LadderSettings
-from tests.support.litellm import TOOL_HISTORY, TOOLS
+from tools.litellm_payloads import TOOL_HISTORY, TOOLS
 from tests.support.repo import REPO
 from tests.support.services import need
-from tests.support.upstream import (
+from tools.faulty_upstream import (
     DROP_TOOLS,
     FaultyUpstream,
     Reply,

@@ -1,7 +1,7 @@
 """LiteLLM's StandardLoggingPayload read as the proxy's records (analyzer.io.litellm_records).
 
 The payloads are shaped as LiteLLM 1.110.2's S3 callback writes them
-(tests/support/litellm.py; tests/e2e/test_litellm.py reads the ones a real
+(tools/litellm_payloads.py; tests/e2e/test_litellm.py reads the ones a real
 LiteLLM wrote). What is asserted is what the classification reads: the error
 text a failure becomes, the content and its emptiness, the transcript, and what
 happens when LiteLLM did not log the prompt or the answer.
@@ -24,7 +24,7 @@ from analyzer.io.litellm_records import (
 )
 from analyzer.io.sources import LITELLM, detect_text_form, is_litellm_head
 from analyzer.online import parse_error
-from tests.support import litellm as L
+from tools import litellm_payloads as L
 
 NAKED_500 = L.error(500, "InternalServerError", "litellm.InternalServerError: InternalServerError: "
                                                 "Hosted_vllmException - ")

@@ -9,9 +9,10 @@ the documented :class:`analyzer.online.ClientRequestError` (a ``ValueError``).
 
 ``KNOWN_CRASHERS`` and ``KNOWN_BAD_TRANSCRIPTS`` replay the exact shapes that
 raised in the fuzz run that first found crashes here (348 malformed calls). Each
-property then draws 200 fresh examples of every kind of junk below: Hypothesis is
-not derandomized, so every run of the suite explores new inputs, and together the
-five properties send well over the first run's 348 calls each time.
+property then draws 200 fresh examples of every kind of junk (below, and the
+upstream bodies of tests/support/online_fuzz.py): Hypothesis is not derandomized,
+so every run of the suite explores new inputs, and together the five properties
+send well over the first run's 348 calls each time.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from analyzer.online import (
     validate_thinking_budget,
 )
 from analyzer.online.ladder import ALL_RUNGS, LENGTH_RUNGS, RungUnavailable, flatten_messages
+from tests.support.online_fuzz import DEEP, DEEP_OBJECT, bodies, dumps, junk
 
 # Per property. It was 350 (the first fuzz run's 348 calls, per property): 6 s of generation in the
 # quick loop, for shapes that run now replays exactly (KNOWN_CRASHERS). 200 fresh draws a run, from
@@ -49,49 +51,6 @@ EXAMPLES = 200
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-DEEP = ("[" * 100_000 + "]" * 100_000).encode()  # deeper than any JSON parser's stack
-DEEP_OBJECT = ('{"a":' * 100_000 + "1" + "}" * 100_000).encode()
-
-# Arbitrary JSON values (NaN and infinities included: Python's json accepts them).
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-    max_leaves=12,
-)
-junk = json_values | st.sampled_from([[{"text": 5}], [{"text": None}], [5], "x", {"function": "f"}, [[1]], {}])
-
-
-@st.composite
-def answer_docs(draw):
-    """Chat-completions answers with any slot replaced by junk (mostly answer-shaped)."""
-    message = draw(st.fixed_dictionaries({"content": junk}, optional={
-        "role": junk, "tool_calls": junk | st.lists(junk, min_size=1, max_size=2), "function_call": junk,
-        "reasoning_content": junk, "reasoning": junk}))
-    choice = draw(st.fixed_dictionaries({"message": st.just(message) | st.just(message) | junk,
-                                         "finish_reason": junk}, optional={"index": junk}))
-    choices = st.lists(st.just(choice), min_size=1, max_size=2)
-    return draw(st.fixed_dictionaries({"choices": choices | choices | choices | junk}, optional={
-        "usage": st.fixed_dictionaries({}, optional={
-            "prompt_tokens": junk, "completion_tokens": junk,
-            "completion_tokens_details": st.fixed_dictionaries({}, optional={"reasoning_tokens": junk}) | junk,
-        }) | junk,
-        "error": junk}))
-
-
-def _dumps(doc) -> bytes:
-    return json.dumps(doc).encode()
-
-
-bodies = st.one_of(
-    answer_docs().map(_dumps),
-    answer_docs(),  # already-parsed JSON, as some transports hand it over
-    json_values.map(_dumps),
-    json_values,
-    st.binary(max_size=64),
-    st.text(max_size=64),
-    st.sampled_from([b"", b" ", b"\n", b"<html>502 Bad Gateway</html>", b"null", b"{", DEEP, DEEP_OBJECT,
-                     DEEP.decode(), bytearray(b"{}"), memoryview(b"[]"), 5, 2.5, object()]),
-)
 statuses = st.one_of(st.integers(-10, 1000), st.sampled_from([None, "200", 200.0, True, False, [], {}]))
 
 
@@ -263,7 +222,7 @@ _TOOL_HISTORY = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c
 
 
 def _answer(message=None, finish="stop"):
-    return _dumps({"choices": [{"message": message or {}, "finish_reason": finish}]})
+    return dumps({"choices": [{"message": message or {}, "finish_reason": finish}]})
 
 
 KNOWN_CRASHERS = [

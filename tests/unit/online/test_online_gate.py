@@ -28,7 +28,7 @@ from analyzer.online import (
     model_matches,
     run_ladder,
 )
-from tests.unit.online.test_online_ladder import NAKED_500, OK, FakeClock, ScriptedSend, run_both, tool_payload
+from tests.support.online_ladder import NAKED_500, OK, FakeClock, ScriptedSend, run_both, tool_payload
 
 # ---------------------------------------------------------------------------
 # The model gate

@@ -12,18 +12,15 @@ from pathlib import Path
 import pytest
 
 from analyzer.store.db import connect
-from analyzer.store.catalog import load_queries
-from analyzer.store.asking import execute
 from tests.support.week import V13, V14, build_week_db
 from tests.support.repo import REPO
 from tests.support.fresh_db import fresh_connection, fresh_db
 from tests.support.sample_s3_week import sample_s3_week
+from tests.support.questions import QUERIES, RUNNABLE, run
 
 ROOT = REPO
 SAMPLE = ROOT / "sample_logs"
-QUERIES = load_queries()
 QUESTIONS = sorted(n for n, q in QUERIES.items() if q.kind == "question")
-RUNNABLE = sorted(n for n, q in QUERIES.items() if q.kind in ("question", "view", "table"))
 
 # ---------------------------------------------------------------------------
 # Fixtures
@@ -59,13 +56,6 @@ def sample_week(tmp_path_factory):
     con.close()
 
 
-def _run(con, name, **params):
-    # The same path `analyze sql` and analyzer.query take (parameter binding included).
-    cur = execute(con, name if QUERIES[name].kind == "question" else f'SELECT * FROM "{name}"', params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row)) for row in cur.fetchall()]
-
-
 # ---------------------------------------------------------------------------
 # Every file runs
 
@@ -80,15 +70,15 @@ def test_every_question_declares_since_until_model():
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_runs_on_a_fresh_database(fresh, name):
-    assert _run(fresh, name) == []
+    assert run(fresh, name) == []
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_runs_on_the_populated_week(week, name):
-    everything = _run(week, name)
+    everything = run(week, name)
     if QUERIES[name].kind != "question":
         return
-    narrowed = _run(week, name, since="2026-11-17", until="2026-11-18T00:00:00Z", model="glm%")
+    narrowed = run(week, name, since="2026-11-17", until="2026-11-18T00:00:00Z", model="glm%")
     # The filters hold: no qwen3 (the week's other model) and no day outside the range.
     cells = [v for row in narrowed for v in row.values()]
     assert "qwen3" not in cells
@@ -100,7 +90,7 @@ def test_runs_on_the_populated_week(week, name):
 
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_runs_on_the_sample_week(sample_week, name):
-    rows = _run(sample_week, name)
+    rows = run(sample_week, name)
     if name in ("classes_by_day", "failures_by_day", "failures_by_client", "class_rates", "error_texts",
                 "latency_by_class", "dead_sessions", "turns", "sessions"):
         assert rows, f"{name} found nothing in the sample week"
@@ -112,7 +102,7 @@ def test_the_sizing_questions_with_no_parameter_answer_the_summarys_figures(samp
     from analyzer.outputs.summary import build_summary
 
     sizing = build_summary(sample_week, with_oncall=False, refresh=False)["sizing"]
-    rows = _run(sample_week, "ladder_before_after")
+    rows = run(sample_week, "ladder_before_after")
     ba = sizing["before_after"]
     assert ba and rows, "the sample week has sessions of both eras"
     assert rows[0]["tool_sessions_without"] == ba["tool_sessions_without"]
@@ -120,7 +110,7 @@ def test_the_sizing_questions_with_no_parameter_answer_the_summarys_figures(samp
     assert [(r["lost_class"], r["lost_without"], r["lost_with"]) for r in rows] == \
         [(c["lost_class"], c["lost_without"], c["lost_with"]) for c in ba["classes"]]
     # every model in scope (`-p model=%`) is a different, larger answer: the default is GLM
-    everyone = _run(sample_week, "ladder_before_after", model="%")
+    everyone = run(sample_week, "ladder_before_after", model="%")
     assert everyone[0]["tool_sessions_without"] > ba["tool_sessions_without"]
 
 
@@ -129,7 +119,7 @@ def test_the_sizing_questions_with_no_parameter_answer_the_summarys_figures(samp
 
 
 def test_classes_by_day_counts_every_turn_once(week):
-    rows = _run(week, "classes_by_day")
+    rows = run(week, "classes_by_day")
     total = week.execute("SELECT count(*) FROM turns").fetchall()[0][0]
     assert sum(r["turns"] for r in rows) == total
     day1_glm = [r for r in rows if str(r["day"]) == "2026-11-16" and r["model"] == "glm-5"]
@@ -140,32 +130,32 @@ def test_classes_by_day_counts_every_turn_once(week):
 
 
 def test_failures_by_day_and_filters(week):
-    rows = _run(week, "failures_by_day")
+    rows = run(week, "failures_by_day")
     assert all(r["incident_class"] != "ok" for r in rows)
     day2 = {(r["model"], r["incident_class"]): r for r in rows if str(r["day"]) == "2026-11-17"}
     assert day2[("glm-5", "tool-history-5xx")]["failed_turns"] == 2
     assert day2[("glm-5", "tool-history-5xx")]["recovered_by_ladder"] == 1
     assert day2[("glm-5", "wedged-pod")]["failed_turns"] == 1
     assert day2[("qwen3", "unanswered")]["failed_turns"] == 1
-    only = _run(week, "failures_by_day", since="2026-11-17", until="2026-11-18", model="qwen%")
+    only = run(week, "failures_by_day", since="2026-11-17", until="2026-11-18", model="qwen%")
     assert [(r["model"], r["incident_class"]) for r in only] == [("qwen3", "unanswered")]
     # An offset is honoured: 2026-11-17T01:00+02:00 is 2026-11-16T23:00Z.
-    assert _run(week, "failures_by_day", since="2026-11-17T01:00:00+02:00", until="2026-11-17T00:00:00Z") == []
+    assert run(week, "failures_by_day", since="2026-11-17T01:00:00+02:00", until="2026-11-17T00:00:00Z") == []
 
 
 def test_dead_sessions_with_their_last_turns(week):
-    rows = _run(week, "dead_sessions")
+    rows = run(week, "dead_sessions")
     dead = {r["session_id"] for r in rows}
     assert {"s-b", "s-d", "s-e", "s-f", "s-g", "s-i", "s-j"} == dead
     s_b = [r for r in rows if r["session_id"] == "s-b"]
     assert [(r["from_end"], r["request_id"], r["incident_class"]) for r in s_b] == [
         (1, "b0000002", "tool-history-5xx"), (2, "b0000001", "ok")]
-    one = _run(week, "dead_sessions", last_turns=1)
+    one = run(week, "dead_sessions", last_turns=1)
     assert len(one) == len(dead) and all(r["from_end"] == 1 for r in one)
 
 
 def test_length_no_content_carries_the_cap_and_reasoning(week):
-    rows = {r["request_id"]: r for r in _run(week, "length_no_content")}
+    rows = {r["request_id"]: r for r in run(week, "length_no_content")}
     assert set(rows) == {"d0000001", "j0000001"}
     logged = rows["d0000001"]
     assert (logged["max_tokens"], logged["completion_tokens"], logged["share_of_cap"], logged["evidence"]) == (
@@ -176,16 +166,16 @@ def test_length_no_content_carries_the_cap_and_reasoning(week):
 
 
 def test_wedged_failures_name_the_window(week):
-    rows = _run(week, "wedged_failures")
+    rows = run(week, "wedged_failures")
     assert [(r["request_id"], r["incident_class"], r["rule_class"], r["pods"]) for r in rows] == [
         ("f0000001", "wedged-pod", "timeout", "glm-5-0")]
-    windows = _run(week, "pod_window_failures")
+    windows = run(week, "pod_window_failures")
     assert [(w["pod"], w["kind"], w["turns"], w["failed_turns"], w["main_failure_class"]) for w in windows] == [
         ("glm-5-0", "wedged", 1, 1, "wedged-pod")]
 
 
 def test_ladder_recovery_by_rung(week):
-    rows = {r["rung"]: r for r in _run(week, "ladder_recovery", model="glm-5")}
+    rows = {r["rung"]: r for r in run(week, "ladder_recovery", model="glm-5")}
     assert rows["tool_choice_none"]["ladders"] == 2
     assert (rows["tool_choice_none"]["reached"], rows["tool_choice_none"]["recovered"]) == (2, 0)
     assert (rows["drop_tools"]["reached"], rows["drop_tools"]["recovered"]) == (2, 1)
@@ -194,7 +184,7 @@ def test_ladder_recovery_by_rung(week):
 
 
 def test_failures_by_client_version(week):
-    rows = {(r["client"], r["model"]): r for r in _run(week, "failures_by_client")}
+    rows = {(r["client"], r["model"]): r for r in run(week, "failures_by_client")}
     v13 = rows[(V13, "glm-5")]
     assert (v13["client_name"], v13["client_version"]) == ("geo-agent", "v3.13.1")
     assert v13["tool_history_5xx"] == 2 and v13["length_with_no_content"] == 2
@@ -203,7 +193,7 @@ def test_failures_by_client_version(week):
 
 
 def test_class_rates_intervals(week):
-    rows = {(r["model"], r["incident_class"]): r for r in _run(week, "class_rates")}
+    rows = {(r["model"], r["incident_class"]): r for r in run(week, "class_rates")}
     ok = rows[("qwen3", "ok")]
     assert ok["turns"] == 3 and ok["model_turns"] == 5
     assert ok["rate_low"] < ok["rate"] == 0.6 < ok["rate_high"]
@@ -244,10 +234,10 @@ def test_the_summary_and_the_report_run_their_questions_by_name(week):
     from analyzer.outputs.summary import build_summary
 
     s = build_summary(week, models=["glm-5"], since=datetime(2026, 11, 17))
-    totals = _run(week, "scope_totals", since="2026-11-17", models=["glm-5"])
+    totals = run(week, "scope_totals", since="2026-11-17", models=["glm-5"])
     assert (s["turns"], s["sessions"], s["ladder_addressable"]) == (
         totals[0]["turns"], totals[0]["sessions"], totals[0]["ladder_addressable"])
-    lost = _run(week, "sizing_lost_sessions", since="2026-11-17", models=["glm-5"])
+    lost = run(week, "sizing_lost_sessions", since="2026-11-17", models=["glm-5"])
     assert s["sizing"]["sessions_lost"] == lost[0]["sessions_lost"]
 
 
@@ -262,7 +252,7 @@ def test_a_read_only_connection_to_an_older_database_gets_todays_macros(week_db,
     con.close()
     ro = connect(db, read_only=True)
     try:
-        assert _run(ro, "scope_totals", model="qwen%")[0]["turns"] == 5
+        assert run(ro, "scope_totals", model="qwen%")[0]["turns"] == 5
         assert ro.execute("SELECT signature FROM build_state WHERE name = 'views'").fetchall() == [("older",)]
     finally:
         ro.close()

@@ -87,10 +87,10 @@ def test_the_report_renders_from_the_litellm_week(db):
 
 
 def test_every_question_answers_on_it_unchanged(db):
-    from tests.unit.questions.test_queries import RUNNABLE, _run  # the path `analyze sql` takes
+    from tests.support.questions import RUNNABLE, run  # the path `analyze sql` takes
 
     con, _ = db
-    answered = {name: _run(con, name) for name in RUNNABLE}
+    answered = {name: run(con, name) for name in RUNNABLE}
     for name in ("classes_by_day", "failures_by_day", "class_rates", "error_texts", "turns", "sessions",
                  "ladder_summary", "ladder_attempts", "sizing_ladder_rungs", "ladder_before_after",
                  "reasoning_findings"):

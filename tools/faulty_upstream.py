@@ -4,9 +4,10 @@ A real HTTP server (the standard library's ``ThreadingHTTPServer`` in a backgrou
 thread, bound to 127.0.0.1 on a free port) that answers ``POST
 /v1/chat/completions`` from a *script*: a function ``payload -> Reply`` chosen per
 test. It records every payload it received, so a test can count attempts and
-see what each ladder rung actually sent.
+see what each ladder rung actually sent. The tests (the ``upstream`` fixture of
+tests/conftest.py), tools/proxy_trial.py and tools/litellm_week.py serve it.
 
-Typical use (``from tests.support.upstream import ...``)::
+Typical use (``from tools.faulty_upstream import ...``)::
 
     with FaultyUpstream(fail_until(DROP_TOOLS)) as upstream:
         ...  # point a client or proxy at upstream.chat_url
