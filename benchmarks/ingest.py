@@ -47,8 +47,9 @@ ROWS = ("floor", "store", "stdlib", "analyze-one", "analyze-one-store", "analyze
 # A row that needs another row's database runs that row too.
 NEEDS = {"noop": "analyze-chunks", "incremental": "analyze-3x", "report": "analyze-one"}
 # How the children start the analyzer: as the `analyze` console script does
-# (`python -m analyzer`), or `analyzer.cli` for an old tree without analyzer/__main__.py.
-ENTRY = ["-m", "analyzer.cli"]
+# (`python -m analyzer`), or `analyzer.cli` for an old tree without analyzer/__main__.py
+# (main() checks the tree under test; classify.py and checkpoint.py take this default).
+ENTRY = ["-m", "analyzer"]
 
 # The `analyze-one-store` row: one batch stored at a time (the default stores two),
 # to show in the same run what the second store gives.
@@ -675,7 +676,7 @@ def _mb(x) -> str:
 def print_text(ident: dict, facts: dict, rows: dict, checks: list[dict]) -> None:
     """The human-readable report of one run."""
     p = print
-    p(f"analyzer under test: {ident['path']}  [{ident['commit']}], run as `{ident.get('entry', 'python -m analyzer.cli')}`")
+    p(f"analyzer under test: {ident['path']}  [{ident['commit']}], run as `{ident.get('entry', 'python -m analyzer')}`")
     if "changed_during_run" in ident:
         p(f"WARNING: the analyzer changed during the run, to [{ident['changed_during_run']}]: "
           "rows ran on different versions")
@@ -797,8 +798,8 @@ def main() -> None:
 
     ident = _analyzer_identity()
     global ENTRY
-    if os.path.exists(os.path.join(ident["path"], "__main__.py")):
-        ENTRY = ["-m", "analyzer"]  # what the `analyze` console script runs (analyzer.cli.app:main)
+    if not os.path.exists(os.path.join(ident["path"], "__main__.py")):
+        ENTRY = ["-m", "analyzer.cli"]  # an old tree: its analyzer/cli.py was the entry
     ident["entry"] = " ".join(["python", *ENTRY])
     facts = generate(opts.dir, sessions)
     run_dir = opts.dir / f"run-{os.getpid()}"

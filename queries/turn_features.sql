@@ -22,9 +22,9 @@
 -- the call's first request and its last response (the answer the client got); the
 -- earlier responses are attempts, not turns of their own.
 -- req and resp are read three and four times: NOT MATERIALIZED scans `records`
--- each time (a columnar scan with the type filter pushed down) instead of copying
--- half its rows into a buffer that spilled to disk (measured on a week: 400 MB
--- spilled at a 640 MB bound, against 110 MB).
+-- each time (a columnar scan with the type filter pushed down; req's window runs
+-- over the gateway's records alone) instead of copying half its rows into a
+-- buffer that spills to disk (benchmarks/README.md, classify.py, has the figures).
 WITH req AS NOT MATERIALIZED (
     SELECT * FROM records WHERE type = 'request' AND gateway IS NULL
     UNION ALL

@@ -82,7 +82,7 @@ class LineBatch:
             self.pieces.append(_columns([item]))
         self.nbytes += piece.nbytes
         self.lines += n
-        self.input_lines += n if piece.line_nos is None else len(set(piece.line_nos.to_pylist()))
+        self.input_lines += n if piece.line_nos is None else arrow()[1].count_distinct(piece.line_nos).as_py()
         self.files[state.file_id] = state
 
     def touch(self, state) -> None:

@@ -49,6 +49,9 @@ BLOCK_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
 _BOM = b"\xef\xbb\xbf"
 _HEAD = 200
+#: The quarantine reason of a line that is not a JSON document (the ingest's SQL and
+#: the LiteLLM reader both write it).
+MALFORMED = "malformed JSON (invalid or cut-off line)"
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.errors import InputError
+from analyzer.io.litellm_records import PAYLOAD_KEYS
 from analyzer.io.objectstore import sync_for_ingest
 
 JSONL = "jsonl"
@@ -59,7 +60,7 @@ _METRIC_CSV_HEADER = re.compile(r"^[\w\",:. ]*\b(?:metric|__name__)\b.*,.*\b(?:v
 # a proxy record that merely mentions these words never matches; the proxy's records
 # have no startTime. Read from the first object's text, however long it is.
 _LITELLM_START = re.compile(rb'"startTime"\s*:\s*["0-9]')
-_LITELLM_KEY = re.compile(rb'"(?:litellm_call_id|trace_id|call_type|model_group|hidden_params)"\s*:')
+_LITELLM_KEY = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in PAYLOAD_KEYS) + rb')"\s*:')
 _PROXY_TYPE = re.compile(rb'^\{\s*"(?:timestamp|type)"\s*:')
 
 

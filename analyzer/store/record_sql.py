@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from analyzer.io.linereader import MALFORMED
 from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 
 # The fields read into typed columns; everything else stays in `raw`.
@@ -89,7 +90,6 @@ LOG_TIME_MIN = "2000-01-01"
 LOG_TIME_MAX = "2100-01-01"
 LOG_TIME_SQL = f"(ts >= TIMESTAMP '{LOG_TIME_MIN}' AND ts < TIMESTAMP '{LOG_TIME_MAX}')"
 
-MALFORMED = "malformed JSON (invalid or cut-off line)"
 # A lone UTF-16 surrogate escape (`"\ud83d"`: Python's json.dumps of a broken
 # emoji), which DuckDB's JSON parser refuses: a line it made malformed is mended
 # (analyzer.ingestion.logs.mend_surrogates) and stored. Valid pairs match too; the

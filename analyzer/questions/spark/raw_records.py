@@ -26,11 +26,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from analyzer.io.linereader import MALFORMED
 from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 from analyzer.store.record_sql import (
     LOG_TIME_MAX,
     LOG_TIME_MIN,
-    MALFORMED,
     RECORD_STRUCT,
     RECORD_TYPES,
     SNIPPET_CHARS,
