@@ -27,7 +27,10 @@ pyspark is not a dependency of the analyzer: install the ``spark`` extra
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from analyzer.questions.spark.lake import lake_relations, question_frame, register_lake, run_question
 from analyzer.questions.spark.lockdown import LOCKED_CONF, lock_down
@@ -46,7 +49,7 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     files is off (:data:`analyzer.questions.spark.lockdown.LOCKED_CONF`): a question
     reads registered relations only.
     """
-    return _session(app_name, master, {"spark.sql.shuffle.partitions": "1"})
+    return _session(app_name, master, {"spark.sql.shuffle.partitions": "1"}, python=_local_python())
 
 
 def cluster_session(master: str | None = None, app_name: str = "analyzer", conf: dict[str, str] | None = None):
@@ -59,17 +62,46 @@ def cluster_session(master: str | None = None, app_name: str = "analyzer", conf:
     spreads over twice the cores Spark has, unless ``conf`` says otherwise.
     """
     conf = dict(conf or {})
-    if "spark.pyspark.python" in conf:  # read from the environment when the context starts, as spark-submit sets it
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         master = "local[*]"
-    spark = _session(app_name, master, conf)
+    python = conf.get("spark.pyspark.python")
+    if python is None and master is not None and master.startswith("local"):
+        python = _local_python()
+    spark = _session(app_name, master, conf, python=python)
     if "spark.sql.shuffle.partitions" not in conf:
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
     return spark
 
 
-def _session(app_name: str, master: str | None, conf: dict[str, str]):
+def _local_python() -> str:
+    """The executors' Python of a session on this machine: ``$PYSPARK_PYTHON``, else this interpreter.
+
+    pyspark's own default is ``python3`` from PATH, which need not hold the analyzer
+    or duckdb (an ``analyze`` installed with pipx, a venv run without activating it):
+    every question then failed in its executors with ``No module named 'duckdb'``.
+    """
+    return os.environ.get("PYSPARK_PYTHON") or sys.executable
+
+
+@contextmanager
+def _executors_python(python: str | None) -> Iterator[None]:
+    """``PYSPARK_PYTHON`` set to ``python`` while a session's context starts (pyspark reads it then, once), and
+    as it was after: one session's executors' Python is not every later session's in the process."""
+    if python is None:
+        yield
+        return
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = python
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
+
+
+def _session(app_name: str, master: str | None, conf: dict[str, str], *, python: str | None = None):
     import getpass
     import tempfile
 
@@ -96,7 +128,8 @@ def _session(app_name: str, master: str | None, conf: dict[str, str]):
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _executors_python(python):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
