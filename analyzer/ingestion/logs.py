@@ -48,7 +48,7 @@ from analyzer.core.interrupt import track
 from analyzer.io.batch_lines import LineBatch, batch_schema, chunk_pod
 from analyzer.io.input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
 from analyzer.io.linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
-from analyzer.io.litellm_records import SetAside, map_block, mapped_pieces
+from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import (
     JSONL,
     KUBECTL,
@@ -336,13 +336,10 @@ class _Ingest:
             if not state.registered:
                 self.done += f.size  # nothing read: not registered, so the next run tries again
                 return
-        if w.block is not None and f.form == LITELLM:  # a LiteLLM payload per line: its two records
-            block, aside = map_block(w.block)
-            self._add(state, block, False, None)
-            for a in aside:
-                self._set_aside(state, a)
-        elif w.block is not None:
-            self._add(state, w.block, KUBECTL in (f.form, f.text_form), chunk_pod(f.path) if f.form == JSONL else None)
+        if w.block is not None:
+            stdout, pod = KUBECTL in (f.form, f.text_form), chunk_pod(f.path) if f.form == JSONL else None
+            for piece in _as_records(f, [w.block]):
+                self._piece(state, piece, stdout, pod)
         state.complete = True
         self.batch.touch(state)
         self.done += f.size
@@ -369,17 +366,10 @@ class _Ingest:
             pieces = prefetch(text_pieces(todo, disk, block=_READ_BLOCK))
         else:
             pieces = text_pieces(todo, disk, block=_READ_BLOCK)
-        if LITELLM in (f.form, f.text_form):  # a LiteLLM payload per line: its two records
-            pieces = mapped_pieces(pieces)
         start_done = self.done
         try:
-            for piece in pieces:
-                if isinstance(piece, LongLine):
-                    self._long_line(state, piece)
-                elif isinstance(piece, SetAside):
-                    self._set_aside(state, piece)
-                else:
-                    self._add(state, piece, stdout, pod)
+            for piece in _as_records(f, pieces):
+                self._piece(state, piece, stdout, pod)
                 self.done = start_done + min(disk[0], f.size or disk[0])
                 if self.batch.nbytes >= self.room or self.batch.lines >= self.lines:
                     self.flush()
@@ -393,6 +383,15 @@ class _Ingest:
         self.done = start_done + (f.size or disk[0])
         if f.form == STDIN:
             self.drain()
+
+    def _piece(self, state: _FileState, piece: LineBlock | LongLine | SetAside, stdout: bool, pod: str | None) -> None:
+        """One piece of a file: its lines into the batch, or a line too long or set aside quarantined."""
+        if isinstance(piece, LongLine):
+            self._long_line(state, piece)
+        elif isinstance(piece, SetAside):
+            self._set_aside(state, piece)
+        else:
+            self._add(state, piece, stdout, pod)
 
     def _add(self, state: _FileState, piece: LineBlock, stdout: bool, pod: str | None) -> None:
         """Add lines to the batch, cutting a block where the batch reaches whole row groups."""
@@ -714,6 +713,11 @@ class _Ingest:
 # other escape (kept; matched whole so that `\\ud83d`, an escaped backslash, is no escape).
 _ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\.",
                      re.S)
+
+
+def _as_records(f: SourceFile, pieces: Iterable) -> Iterable:
+    """A file's pieces as proxy record lines: a LiteLLM file's payload lines become their two records each."""
+    return mapped_pieces(pieces) if LITELLM in (f.form, f.text_form) else pieces
 
 
 def mend_surrogates(line: str) -> str:

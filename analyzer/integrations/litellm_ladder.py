@@ -97,10 +97,7 @@ class LadderLLM(CustomLLM):
                    api_key, logging_obj, optional_params, acompletion=None, litellm_params=None, logger_fn=None,
                    headers={}, timeout=None, client=None) -> ModelResponse:  # noqa: B006
         """One chat completion through the ladder (LiteLLM's sync call: ``run_ladder``)."""
-        start = time.time()
-        payload, enabled = _prepared(model, messages, optional_params)
-        payload = self._normalized(payload, model, enabled, logging_obj, start)
-        url, auth = _endpoint(api_base, api_key)
+        start, payload, url, auth = self._begin(model, messages, api_base, api_key, logging_obj, optional_params)
         with httpx.Client(timeout=_timeout_s(timeout)) as http:
             def send(p: dict):
                 r = http.post(url, json=p, headers=auth)
@@ -132,11 +129,17 @@ class LadderLLM(CustomLLM):
 
     # -- the three calls of analyzer/online/README.md -------------------------
 
-    async def _aladder(self, model, messages, api_base, api_key, logging_obj, optional_params, timeout) -> dict:
-        start = time.time()  # the wall clock, for latency_ms; the ladder's deadline is on settings.clock
+    def _begin(self, model, messages, api_base, api_key, logging_obj, optional_params) -> tuple[float, dict, str, dict]:
+        """A call's start (the wall clock, for latency_ms; the ladder's deadline is on settings.clock), its
+        payload with the thinking keys normalized (a 400 if refused), the upstream's URL and authorization."""
+        start = time.time()
         payload, enabled = _prepared(model, messages, optional_params)
         payload = self._normalized(payload, model, enabled, logging_obj, start)
         url, auth = _endpoint(api_base, api_key)
+        return start, payload, url, auth
+
+    async def _aladder(self, model, messages, api_base, api_key, logging_obj, optional_params, timeout) -> dict:
+        start, payload, url, auth = self._begin(model, messages, api_base, api_key, logging_obj, optional_params)
         async with httpx.AsyncClient(timeout=_timeout_s(timeout)) as http:
             async def send(p: dict):
                 r = await http.post(url, json=p, headers=auth)
