@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import parse_qs, urlparse
 
+from tools.loopback import serving
+
 #: The metrics of each pod, as vLLM's v1 engine spells them.
 METRICS = (
     "up",
@@ -259,13 +261,8 @@ def serve(spec: Spec, *, ignore_range: bool = False, port: int = 0) -> Iterator[
 
     server = Server(("127.0.0.1", port), Handler)
     server.stats = stats  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(server) as url:
+        yield url
 
 
 def parse_size(text: str) -> int:

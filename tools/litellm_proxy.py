@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from tools.ports import free_port
+from tools.loopback import free_port
 
 
 def litellm_command() -> list[str]:

@@ -69,7 +69,7 @@ from tools.faulty_upstream import (  # noqa: E402
 )
 from tools.litellm_payloads import TOOL_HISTORY, TOOLS  # noqa: E402
 from tools.litellm_proxy import LiteLLMProxy  # noqa: E402
-from tools.ports import free_port  # noqa: E402
+from tools.loopback import free_port  # noqa: E402
 
 BUCKET = "llm-logs"
 PREFIX = "litellm"

@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 
 import httpx
 
-from tools.ports import free_port
+from tools.loopback import free_port
 
 
 @contextmanager

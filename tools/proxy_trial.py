@@ -69,7 +69,7 @@ from tools.faulty_upstream import (  # noqa: E402
     slow,
     thinking_disabled,
 )
-from tools.ports import free_port  # noqa: E402
+from tools.loopback import free_port  # noqa: E402
 
 PINNED_COMMIT = "2494c080a672eabc8ead0532c79df123e9a2007e"
 DEFAULT_REPO = os.environ.get("OPEN_LLM_PROXY_REPO", "https://github.com/boettiger-lab/open-llm-proxy")

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from tools.ports import free_port
+from tools.loopback import free_port
 
 #: The entries of site-packages that are the analyzer itself (its editable install and metadata).
 ANALYZER_ENTRIES = ("analyzer", "__editable__", "__editable___analyzer")

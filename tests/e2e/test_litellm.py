@@ -42,7 +42,7 @@ from tools.litellm_week import (
     rungs_received,
     wait_for_objects,
 )
-from tools.ports import free_port
+from tools.loopback import free_port
 
 pytestmark = pytest.mark.slow  # starts a LiteLLM proxy (about ten seconds) and drives the week through it
 

@@ -24,7 +24,7 @@ from tests.support.week import week_records
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
 from tests.support.services import need
-from tools.ports import free_port
+from tools.loopback import free_port
 
 ACCESS_KEY = "AKIAANALYZERTEST0001"
 SECRET_KEY = "never-print-this-secret-" + uuid.uuid4().hex

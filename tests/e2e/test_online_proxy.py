@@ -39,7 +39,7 @@ from tools.faulty_upstream import (
 )
 from tests.support.proxy_client import HISTORY, LOG_FIELD_KEYS, client_payload, only_response, post
 from tests.support.repo import REPO
-from tools.ports import free_port
+from tools.loopback import free_port
 
 # ---------------------------------------------------------------------------
 # Recovery

@@ -41,7 +41,7 @@ from analyzer.io.prometheus import fetch_range, parse_selector, query_for
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, NAKED_500_HEADERS, TOOL_RESULT, request, response_error, write_jsonl
 from tests.support.prometheus import http_server, prometheus_binary, prometheus_running
-from tools.ports import free_port
+from tools.loopback import free_port, serving
 
 pytestmark = pytest.mark.prometheus
 
@@ -281,19 +281,13 @@ def test_a_trickling_prometheus_cannot_hold_a_run():
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
     started = time.monotonic()
-    try:
-        with pytest.raises(AnalyzerError) as err:
-            fetch_range(f"http://127.0.0.1:{server.server_address[1]}", "2026-11-16T14:00:00Z",
-                        "2026-11-16T15:00:00Z", 15, timeout=1.5)
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Trickle)) as url:
+        try:
+            with pytest.raises(AnalyzerError) as err:
+                fetch_range(url, "2026-11-16T14:00:00Z", "2026-11-16T15:00:00Z", 15, timeout=1.5)
+        finally:
+            stop.set()  # the trickling handler ends before the server is shut down
     took = time.monotonic() - started
     assert err.value.exit_code == ExitCode.UPSTREAM and "1.5s deadline" in str(err.value)
     assert took < 4, took

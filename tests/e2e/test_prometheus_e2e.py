@@ -38,7 +38,7 @@ from analyzer.classification.windows import wedged_episodes
 from analyzer.io.prometheus import MAX_POINTS, QUERIES, fetch_range
 from analyzer.classification.turns import refresh_turns
 from tests.support.prometheus import http_server, prometheus_binary, prometheus_running
-from tools.ports import free_port
+from tools.loopback import free_port, serving
 
 WEDGE_WINDOW = "4s"
 PHASES = (("normal", 6), ("idle", 6), ("wedged", 10), ("restarted", 6))
@@ -308,7 +308,6 @@ def test_credentials_in_the_prometheus_url_are_sent_but_never_shown(tmp_path):
     """user:password@ and ?token= go with the request (basic auth, query); only the base is printed or stored."""
     import base64
     import json as _json
-    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     seen = []
@@ -326,21 +325,16 @@ def test_credentials_in_the_prometheus_url_are_sent_but_never_shown(tmp_path):
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as url:
         from analyzer.store.db import connect
         from analyzer.jobs.metrics import load_prometheus
 
-        port = server.server_address[1]
+        port = url.rsplit(":", 1)[1]
         con = connect(tmp_path / "a.duckdb")
         report = load_prometheus(con, f"http://alice:s3cretpw@127.0.0.1:{port}/?token=t0ken",
                                  "2026-11-16T00:00:00Z", "2026-11-16T01:00:00Z")
         stored = con.execute("SELECT string_agg(DISTINCT source, ',') FROM metric_samples").fetchall()[0][0] or ""
         con.close()
-    finally:
-        server.shutdown()
     assert seen and all(a == "Basic " + base64.b64encode(b"alice:s3cretpw").decode() for _, a in seen)
     assert all("token=t0ken" in path for path, _ in seen)
     shown = _json.dumps(report.to_dict()) + stored

@@ -46,7 +46,7 @@ from tools.faulty_upstream import (
     payload_rung,
 )
 from tests.support.cli import analyze
-from tools.ports import free_port
+from tools.loopback import free_port
 
 PROMPT = ("You are the Conservation Almanac assistant, a geospatial data agent embedded in a web map. "
           "Answer questions about protected lands by querying datasets and drawing layers.\n") * 3

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
@@ -26,6 +25,7 @@ from tests.support.records import TOOL_RESULT, at, request, response_error, resp
 from tests.support.repo import REPO
 from tests.support.cli import Ran
 from tests.support.cli import analyze as run_analyze
+from tools.loopback import serving
 
 ROOT = REPO
 
@@ -268,16 +268,9 @@ def leaky_prometheus() -> Iterator[dict]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},  # shutdown() waits a poll
-                              daemon=True)
-    thread.start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as url:
+        state["url"] = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_prometheus_error_body_token_is_not_printed(leaky_prometheus, week, tmp_path):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from tools.loopback import serving
 from tools.prometheus_process import prometheus_process
 
 Handler = Callable[[BaseHTTPRequestHandler], tuple[int, str, str]]  # -> (status, content type, body)
@@ -46,16 +46,8 @@ def http_server(handle: Handler) -> Iterator[str]:
         def handle_error(self, request, client_address) -> None:
             pass  # a client that gave up (the timeout tests) closes the socket mid-answer: not news
 
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(_Server(("127.0.0.1", 0), _Handler)) as url:
+        yield url
 
 
 def prometheus_binary() -> str:
