@@ -11,8 +11,10 @@ process (peak RSS and CPU of that process from ``wait4``):
   would (the series of the names asked, the points of the range and step asked);
 
 then each again on the same database (``rerun``): nothing may be stored twice.
-Prints seconds, CPU seconds, peak RSS, samples read and stored per run; asserts
-nothing (shared machine).
+Prints seconds, CPU seconds, peak RSS, samples read and stored per run, and the
+target: every run on an answer of 100 MB or less under 1.5 GB of peak RSS, every
+sample stored once (PASS or MISS); asserts nothing (shared machine). The tests
+prove the same paths on 20 MB (tests/unit/ingestion/test_metrics_big_answers.py).
 
     PYTHONPATH=<tree under test> python benchmarks/big_prometheus.py [--sizes 20MB,100MB] [--forms file,live]
 """
@@ -100,7 +102,7 @@ def run(sizes: list[int], forms: list[str], directory: Path, rerun: bool = True)
                     argv = analyze_argv(db, logs, form, str(big) if form == "file" else url, spec)
                     r = child(argv, cwd=str(directory))
                     got = loaded(r)
-                    row = {"size_mb": round(big.stat().st_size / 1e6, 1), "form": form, "run": label,
+                    row = {"size_mb": round(big.stat().st_size / 1e6, 1), "asked_mib": size >> 20, "form": form, "run": label,
                            "seconds": round(r["seconds"], 2), "cpu": round(r["cpu"], 2),
                            "peak_rss_mb": round(r["rss"] / 1e6), "expected": spec.samples, **got}
                     rows.append(row)
@@ -133,8 +135,25 @@ def main() -> None:
     else:
         with tempfile.TemporaryDirectory(prefix="analyzer-bigprom-") as tmp:
             rows = run(sizes, forms, Path(tmp), not args.no_rerun)
+    print(target_line(rows), flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))
+
+
+#: The bound of peak RSS for an answer of up to 100 MB, as a file or from a live server.
+PEAK_RSS_TARGET = 1.5e9
+
+
+def target_line(rows: list[dict]) -> str:
+    """PASS when every run on an answer of at most 100 MB stayed under :data:`PEAK_RSS_TARGET` and stored
+    every sample once (the first run all new, the rerun all duplicates), else MISS with the runs that did not."""
+    checked = [r for r in rows if r["asked_mib"] <= 100]
+    bad = [r for r in checked if "error" in r or r["peak_rss_mb"] * 1e6 >= PEAK_RSS_TARGET
+           or (r["new"], r["duplicates"]) != ((r["expected"], 0) if r["run"] == "first" else (0, r["expected"]))]
+    verdict = "PASS" if checked and not bad else "MISS"
+    said = "; ".join(f"{r['size_mb']} MB {r['form']} {r['run']}: {r.get('peak_rss_mb')} MB" for r in bad)
+    return (f"target: peak RSS < {PEAK_RSS_TARGET / 1e9:.1f} GB for answers up to 100 MB, each sample stored "
+            f"once ({len(checked)} runs): {verdict}" + (f" ({said})" if said else ""))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Huge Prometheus answers in bounded memory: the hostile input, as a file and from a live server.
 
-A ``query_range`` answer of 100 MB (497 series x 11,000 points, ``tools.big_prometheus``)
-must stay under 1.5 GB of peak RSS: a JSON file is walked a series at a time
+A ``query_range`` answer of 20 MB (``tools.big_prometheus``), loaded twice, stays
+under 0.8 GB of peak RSS: a JSON file is walked a series at a time
 (``analyzer.ingestion.apistream``) and a live answer over 16 MiB is asked again in
-pages of time. The real CLI runs in a child process; its own peak RSS comes from
-``wait4`` (through a small launcher: tests/support/peak_rss.py says why).
+pages of time (shown here with smaller pages). The real CLI runs in a child
+process; its own peak RSS comes from ``wait4`` (through a small launcher:
+tests/support/peak_rss.py says why). The
+100 MB answer's bound (1.5 GB) is a big-data check: ``benchmarks/big_prometheus.py``
+measures it and says PASS or MISS; these are the small-data proofs of the same paths.
 Besides: the pages ask exactly the points one query would, a page too big for a
 single instant is refused with a way out, and the series walk reads every layout of
 an answer, and refuses what is not one with the reason.
@@ -33,8 +36,6 @@ from tests.support.repo import REPO
 
 ROOT = REPO
 MB = 1 << 20
-#: The issue's bound for a 100 MB answer.
-PEAK_RSS = 1.5e9
 
 
 def _analyze(tmp: Path, db: Path, logs: Path, *metrics: str) -> tuple[dict, int, str]:
@@ -67,31 +68,6 @@ def _stored(db: Path) -> tuple[int, int]:
         return con.execute("SELECT count(*), count(DISTINCT (series_id, ts)) FROM metric_points").fetchall()[0]
     finally:
         con.close()
-
-
-@pytest.mark.slow
-def test_a_100mb_answer_stays_under_1_5_gb_as_a_file_and_from_a_live_prometheus(tmp_path):
-    """The hostile input itself: 100 MB as a file, then the same series from a live server
-    into the same database (every point already there: nothing stored twice)."""
-    spec = spec_for_bytes(100 * MB)
-    big = tmp_path / "big.json"
-    assert write_answer(big, spec) > 100e6
-    logs = write_logs(tmp_path / "logs.jsonl", spec)
-    db = tmp_path / "a.duckdb"
-
-    summary, rss, _ = _analyze(tmp_path, db, logs, "--metrics", str(big))
-    load = _load(summary)
-    assert (load["samples_read"], load["samples_new"]) == (spec.samples, spec.samples)
-    assert rss < PEAK_RSS, f"--metrics: peak RSS {rss / 1e6:.0f} MB"
-
-    with serve(spec) as url:
-        summary, rss, stderr = _analyze(tmp_path, db, logs, *_live(url, spec))
-    load = _load(summary)
-    assert (load["samples_read"], load["samples_new"], load["duplicates"]) == (spec.samples, 0, spec.samples)
-    assert rss < PEAK_RSS, f"--prometheus: peak RSS {rss / 1e6:.0f} MB"
-    # The user is told the answers were paged, and what narrows them.
-    assert any("asked over shorter spans of time" in w and "--prometheus-selector" in w for w in load["warnings"])
-    assert _stored(db) == (spec.samples, spec.samples)
 
 
 @pytest.mark.slow
@@ -145,6 +121,7 @@ def test_pages_ask_exactly_the_points_of_one_query_and_store_what_a_file_stores(
     assert warnings["one query"] == []
     (paged,) = warnings["pages"]
     assert "7 of 7 queries asked over shorter spans of time" in paged and "0.0625 MiB each" in paged
+    assert "--prometheus-selector" in paged  # and what narrows them
 
 
 def test_an_answer_too_big_for_a_single_instant_is_refused_with_a_way_to_narrow_it(tmp_path, monkeypatch):
