@@ -29,7 +29,7 @@ import pytest
 from analyzer.online import LOG_FIELDS_KEY
 from analyzer.store.db import connect
 from tests.support.cli import analyze
-from tests.support.services import need
+from tests.support.services import need, need_litellm
 from tools.faulty_upstream import FaultyUpstream
 from tools.litellm_proxy import LiteLLMProxy
 from tools.litellm_week import (
@@ -54,8 +54,8 @@ def _packages():
     """litellm, moto's server and boto3, imported when the module's first test runs, not when it is
     collected (litellm takes seconds to import, and the quick loop leaves this module out): a missing
     one skips, except under CI, where it fails."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm is imported here too: no download
-    for name in ("litellm", "moto.server", "boto3"):
+    need_litellm()
+    for name in ("moto.server", "boto3"):
         need(name)
 
 

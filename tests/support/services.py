@@ -27,6 +27,14 @@ def need(module: str) -> ModuleType:
     return importlib.import_module(module) if under_ci() else pytest.importorskip(module)
 
 
+def need_litellm() -> ModuleType:
+    """:func:`need` of litellm, imported with its wheel's cost map (``LITELLM_LOCAL_MODEL_COST_MAP``: no
+    download at import); the environment is as it was after, so no later test or child inherits it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        return need("litellm")
+
+
 def need_spark(*, module: bool = False) -> None:
     """Skip when pyspark or a Java runtime is missing, unless under CI (``module``: at a module's top)."""
     if under_ci():

@@ -11,7 +11,6 @@ Skipped without litellm only when ``CI`` is not set; under CI that is a failure.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
@@ -21,7 +20,7 @@ from analyzer.online import LOG_FIELDS_KEY
 from analyzer.online import LadderSettings
 from tools.litellm_payloads import TOOL_HISTORY, TOOLS
 from tests.support.repo import REPO
-from tests.support.services import need
+from tests.support.services import need_litellm
 from tools.faulty_upstream import (
     DROP_TOOLS,
     FaultyUpstream,
@@ -45,8 +44,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifi
 @pytest.fixture(scope="module")
 def litellm():
     """The litellm package, with its wheel's cost map (no download): a skip without it, unless under CI."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return need("litellm")
+    return need_litellm()
 
 
 class Payloads:
