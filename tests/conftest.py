@@ -17,23 +17,6 @@ from tests.support.readme_run import run_first_command
 from tools.faulty_upstream import FaultyUpstream
 
 # ---------------------------------------------------------------------------
-# Which worker runs what (pytest -n: --dist loadgroup in pyproject.toml)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A module's tests run on one worker (its module fixtures are built once), and every test that
-    starts a JVM (marker ``spark``) runs on one worker, one after another.
-
-    Each Spark session uses both cores: two at once on the two workers took twice as long each
-    (docs/spark.md's examples 259 s, the cluster module's build 244 s, against 125 s and 147 s one
-    after the other), and whether they met depended on how the modules happened to be handed out.
-    """
-    for item in items:
-        group = "spark" if item.get_closest_marker("spark") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
-# ---------------------------------------------------------------------------
 # Loopback servers: the fault-injecting upstream and the ladder proxy
 
 
