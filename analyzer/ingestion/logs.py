@@ -47,7 +47,7 @@ from analyzer.core.errors import ExitCode, InputError
 from analyzer.core.interrupt import track
 from analyzer.io.batch_lines import LineBatch, batch_schema, chunk_pod
 from analyzer.io.input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
-from analyzer.io.linereader import MAX_LINE_BYTES, LineBlock, LongLine, arrow, prefetch
+from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LineBlock, LongLine, arrow, prefetch
 from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import (
     JSONL,
@@ -70,7 +70,6 @@ from analyzer.store.db import (
     transaction,
     use_same_database,
 )
-from analyzer.store.record_sql import SNIPPET_CHARS
 
 
 def _env_int(name: str) -> int | None:

@@ -48,7 +48,8 @@ BLOCK_BYTES = 8 * 1024 * 1024
 #: run with it (docs/log-format.md). Raise both together.
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
 _BOM = b"\xef\xbb\xbf"
-_HEAD = 200
+#: How much of a quarantined line is kept: its first characters (a long line's first bytes).
+SNIPPET_CHARS = 200
 #: The quarantine reason of a line that is not a JSON document (the ingest's SQL and
 #: the LiteLLM reader both write it).
 MALFORMED = "malformed JSON (invalid or cut-off line)"
@@ -151,7 +152,7 @@ def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: in
                 yield LineBlock(line_no + start, part, pos + nbytes, nbytes, exact=False)
                 pos += nbytes
             pos += n + 1
-            head = lines[i].as_py()[:_HEAD].encode("utf-8", errors="replace")
+            head = lines[i].as_py()[:SNIPPET_CHARS].encode("utf-8", errors="replace")
             yield LongLine(line_no + i, n, head, pos)
             start = i + 1
     if start < len(lengths):
@@ -258,7 +259,7 @@ def read_lines(
         if last < 0:
             carry += chunk
             if len(carry) > max_line:
-                skipping = LongLine(line_no, len(carry), carry[:_HEAD], 0)
+                skipping = LongLine(line_no, len(carry), carry[:SNIPPET_CHARS], 0)
                 offset += len(carry)
                 carry = b""
             continue
@@ -285,7 +286,7 @@ def read_lines(
             line_no += len(lines)
         carry = chunk[last + 1:]
         if len(carry) > max_line:
-            skipping = LongLine(line_no, len(carry), carry[:_HEAD], 0)
+            skipping = LongLine(line_no, len(carry), carry[:SNIPPET_CHARS], 0)
             offset += len(carry)
             carry = b""
     if skipping is not None:

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
-from analyzer.io.linereader import MALFORMED, LineBlock, arrow
+from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS, LineBlock, arrow
 from analyzer.online import LOG_FIELDS_KEY, answer_summary, client_switch, switch_sent
 
 GATEWAY = "litellm"
@@ -50,7 +50,6 @@ REDACTED = "redacted-by-litellm"
 PAYLOAD_KEYS = ("litellm_call_id", "trace_id", "call_type", "model_group", "hidden_params")
 # Calls that are chat completions (an empty call_type: a failed row, PR #34862).
 _CHAT_CALLS = frozenset({"", "completion", "acompletion"})
-_HEAD = 200
 
 
 @dataclass
@@ -349,12 +348,12 @@ def map_block(block: LineBlock) -> tuple[LineBlock, list[SetAside]]:
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
-            aside.append(SetAside(no, MALFORMED, line[:_HEAD]))
+            aside.append(SetAside(no, MALFORMED, line[:SNIPPET_CHARS]))
             continue
         try:
             request, response = records_of(obj)
         except NotAPayload as exc:
-            aside.append(SetAside(no, str(exc), line[:_HEAD]))
+            aside.append(SetAside(no, str(exc), line[:SNIPPET_CHARS]))
             continue
         mend = "\\ud" in line or "\\uD" in line
         out.extend((_dumps(request, mend), _dumps(response, mend)))

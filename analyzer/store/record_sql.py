@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.io.linereader import MALFORMED
+from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS
 from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 
 # The fields read into typed columns; everything else stays in `raw`.
@@ -77,7 +77,6 @@ RECORD_STRUCT = {
 }
 
 RECORD_TYPES = ("request", "response", "system_prompt")
-SNIPPET_CHARS = 200
 
 # The times a record can hold (UTC, from LOG_TIME_MIN up to, not including,
 # LOG_TIME_MAX; docs/log-format.md). DuckDB reads "10000-01-01", "0000-01-01",

@@ -49,7 +49,7 @@ def local_session(app_name: str = "analyzer", master: str = "local[1]"):
     files is off (:data:`analyzer.questions.spark.lockdown.LOCKED_CONF`): a question
     reads registered relations only.
     """
-    return _session(app_name, master, {"spark.sql.shuffle.partitions": "1"}, python=_local_python())
+    return _session(app_name, master, {"spark.sql.shuffle.partitions": "1"})
 
 
 def cluster_session(master: str | None = None, app_name: str = "analyzer", conf: dict[str, str] | None = None):
@@ -64,10 +64,7 @@ def cluster_session(master: str | None = None, app_name: str = "analyzer", conf:
     conf = dict(conf or {})
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         master = "local[*]"
-    python = conf.get("spark.pyspark.python")
-    if python is None and master is not None and master.startswith("local"):
-        python = _local_python()
-    spark = _session(app_name, master, conf, python=python)
+    spark = _session(app_name, master, conf)
     if "spark.sql.shuffle.partitions" not in conf:
         spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
     return spark
@@ -101,7 +98,7 @@ def _executors_python(python: str | None) -> Iterator[None]:
             os.environ["PYSPARK_PYTHON"] = saved
 
 
-def _session(app_name: str, master: str | None, conf: dict[str, str], *, python: str | None = None):
+def _session(app_name: str, master: str | None, conf: dict[str, str]):
     import getpass
     import tempfile
 
@@ -128,6 +125,10 @@ def _session(app_name: str, master: str | None, conf: dict[str, str], *, python:
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
+    # The executors' Python: the conf's, as spark-submit's --conf gives it; on this machine, ours.
+    python = conf.get("spark.pyspark.python")
+    if python is None and master is not None and master.startswith("local"):
+        python = _local_python()
     with _executors_python(python):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

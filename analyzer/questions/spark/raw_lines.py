@@ -25,10 +25,10 @@ from typing import Iterator
 from analyzer.ingestion.logs import mend_surrogates
 from analyzer.io.batch_lines import chunk_pod
 from analyzer.io.input_readers import FileFailed, parquet_pieces, text_pieces
-from analyzer.io.linereader import MAX_LINE_BYTES, LongLine
+from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LongLine
 from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import JSONL, KUBECTL, LITELLM, METRICS, PARQUET, FormError, SourceFile
-from analyzer.store.record_sql import SNIPPET_CHARS, SURROGATE_ESCAPE_RE
+from analyzer.store.record_sql import SURROGATE_ESCAPE_RE
 
 #: What a row of :func:`file_lines` is: a line, a line over the limit, a file skipped (with
 #: why), one passed over (a metric file), and the file read (its registry row, last).

@@ -26,14 +26,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from analyzer.io.linereader import MALFORMED
+from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS
 from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 from analyzer.store.record_sql import (
     LOG_TIME_MAX,
     LOG_TIME_MIN,
     RECORD_STRUCT,
     RECORD_TYPES,
-    SNIPPET_CHARS,
     STDOUT_PREFIX_RE,
 )
 from analyzer.questions.spark.raw_lines import LINE, LONG_LINE
