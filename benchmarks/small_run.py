@@ -45,7 +45,8 @@ def main() -> None:
     chunk = str(sorted((REPO / "sample_logs" / "s3").rglob("*.jsonl*"))[0])
 
     def once() -> None:
-        ran = analyze(chunk, "--db", str(Path(tempfile.mkdtemp()) / "a.duckdb"))
+        with tempfile.TemporaryDirectory() as tmp:
+            ran = analyze(chunk, "--db", str(Path(tmp) / "a.duckdb"))
         assert ran.returncode == 0, ran.stderr
 
     once()  # imports and the query files, as a test session has them already

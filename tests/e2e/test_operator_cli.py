@@ -190,6 +190,12 @@ def test_sigint_during_ingest_exits_130_in_one_line_and_keeps_the_database_consi
     assert summary["ingest"]["new_records"] == 2 * 24 * 1000 - stored and summary["turns"] == 24 * 1000
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) a process has used, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.parametrize("args", [
     ["sql", "SELECT sum(hash(range)) FROM range(100000000000)"],
     ["sql", "CREATE TABLE big AS SELECT range AS r, hash(range) AS h FROM range(3000000000)", "--write"],
@@ -200,7 +206,12 @@ def test_sigint_stops_a_long_statement_at_once(week_db, args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     wait_until_open(proc, week_db)
-    time.sleep(0.5)  # the statement follows the opening at once
+    # The statement is running once the process has spent half a CPU-second past the opening (the
+    # opening itself takes milliseconds): a signal before that would not test an interruption.
+    start, deadline = _cpu_seconds(proc.pid), time.monotonic() + 60
+    while _cpu_seconds(proc.pid) - start < 0.5 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)  # ends within seconds, not when the statement would

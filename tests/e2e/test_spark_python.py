@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +25,8 @@ _PROBE = """
 import os, sys
 from analyzer.questions.spark import local_session
 spark = local_session("python-probe")
-where = spark.sparkContext.parallelize([0], 1).map(lambda _: (__import__("duckdb").__name__, __import__("sys").executable))
-print(where.collect()[0][1])
+# In an executor: the python3 on PATH cannot import duckdb, the analyzer's interpreter can.
+print(spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("duckdb").__name__).collect()[0])
 print(os.environ.get("PYSPARK_PYTHON", "-"))  # as it was before the session: nothing left set
 spark.stop()
 """
@@ -47,5 +46,5 @@ def test_the_executors_run_this_interpreter_not_the_python3_on_path(tmp_path):
     p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    executor_python, left = p.stdout.split()
-    assert Path(executor_python).resolve() == Path(sys.executable).resolve() and left == "-"
+    imported, left = p.stdout.split()
+    assert imported == "duckdb" and left == "-"

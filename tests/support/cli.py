@@ -116,12 +116,12 @@ def wait_until_open(proc: subprocess.Popen, path: Path, timeout: float = 60) -> 
     """Wait until the process holds ``path`` open (a link in /proc/PID/fd): its imports are done and
     its interrupt handler installed. A fixed sleep instead waited longer than needed or, on a loaded
     machine (or a first run that compiles the bytecode), signalled an interpreter still importing."""
-    deadline = time.monotonic() + timeout
+    deadline, target = time.monotonic() + timeout, os.path.realpath(path)  # /proc's links are real paths
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the process ended ({proc.returncode}) before it opened {path}"
         for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
             try:
-                if os.readlink(fd) == str(path):
+                if os.readlink(fd) == target:
                     return
             except OSError:  # closed meanwhile
                 continue

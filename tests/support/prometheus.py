@@ -9,7 +9,6 @@ exporter, or a fake Prometheus API).
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from tests.support.services import under_ci
 from tools.loopback import serving
 from tools.prometheus_process import prometheus_process
 
@@ -52,12 +52,7 @@ def http_server(handle: Handler) -> Iterator[str]:
 
 def prometheus_binary() -> str:
     """The prometheus binary; skip without it, unless under CI, where that is a failure."""
-    path = shutil.which("prometheus")
-    if path:
-        return path
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-        pytest.fail("the prometheus binary is missing under CI: .ci/run must `apt-get install prometheus`")
-    pytest.skip("the prometheus binary is not installed (apt-get install prometheus)")
+    return tool("prometheus")
 
 
 @contextmanager
@@ -73,7 +68,7 @@ def tool(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+    if under_ci():
         pytest.fail(f"{name} is missing under CI: .ci/run must `apt-get install prometheus`")
     pytest.skip(f"{name} is not installed (apt-get install prometheus)")
 

@@ -1,8 +1,9 @@
 """The bundled sample week's S3 chunks and metrics, ingested and classified once per test process.
 
-Two modules read that same database (tests/unit/questions/test_queries.py asks every
+Three modules read that same database (tests/unit/questions/test_queries.py asks every
 question of it; tests/unit/classification/test_metrics_windows.py checks its episodes
-and classes against the ground truth): each test gets a copy of the one built here,
+and classes against the ground truth; tests/e2e/test_sample_week.py its classes from
+the chunks alone): each test gets a copy of the one built here,
 with the report of its metrics load, instead of ingesting the week again (~2 s).
 """
 
