@@ -108,3 +108,24 @@ def test_spark_rows_into_a_closed_pipe_end_quietly(lake, tmp_path):
     assert p.returncode == 0 and len(p.stdout.splitlines()) == 1, p.stderr[-2000:]
     assert "Traceback" not in p.stderr and "error" not in p.stderr.lower(), p.stderr[-2000:]
     assert list(tmp_path.iterdir()) == []  # Spark's warehouse folder went to the temp dir, not here
+
+
+def test_spark_reads_the_lakes_own_turns(tmp_path):
+    """`--engine spark` answers from the tables the lake holds, as `--lake` on DuckDB does: a lake whose
+    `turns` lacks one turn of its records says so on both engines (recomputed, Spark would count it)."""
+    need_spark()
+    from analyzer.outputs.lake import export_lake
+    from analyzer.store.db import connect
+
+    db = build_week_db(tmp_path / "week.duckdb")
+    con = connect(db)
+    try:
+        whole = con.execute("SELECT count(*) FROM turns").fetchone()[0]
+        con.execute("DELETE FROM turns WHERE request_id = (SELECT min(request_id) FROM turns)")
+        export_lake(con, tmp_path / "lake")
+    finally:
+        con.close()
+    args = ("sql", "SELECT count(*) AS n FROM turns", "--format", "csv", "--lake", str(tmp_path / "lake"))
+    on_duckdb, on_spark = analyze(*args), analyze(*args, "--engine", "spark")
+    assert on_duckdb.returncode == on_spark.returncode == 0, on_spark.stderr[-2000:]
+    assert on_spark.stdout == on_duckdb.stdout == f"n\n{whole - 1}\n"
