@@ -8,8 +8,7 @@ running job is shown (progress bars, diagnostics, warnings) is the caller's,
 given as a :class:`JobView`: :mod:`analyzer.cli.terminal.progress` gives the
 terminal's, a script none. :func:`run` is the command's use case (the job, or the
 stored summary when there is nothing to read); :func:`check_outcome` its exit
-after the summary is shown. Scripts and notebooks also call :func:`ingest_only` (or
-:func:`analyzer.ingest`).
+after the summary is shown. Scripts and notebooks call :func:`analyzer.ingest`.
 """
 
 from __future__ import annotations
@@ -316,14 +315,3 @@ def load_run_metrics(con, ingested: IngestReport, metrics, prometheus, model_map
     if recomputed:  # the windows now stored were made with this wedge window: later runs use it too
         store_wedge_window(con, parse_duration(wedge_window, "wedge_window"))
     return loads
-
-
-def ingest_only(files: list[str], db: Path | None, strict: bool = False) -> IngestReport:
-    """Ingest and classify without printing (for scripts and notebooks)."""
-    con = connect_writer(db)
-    try:
-        report = ingest(con, files, strict=strict)
-        refresh_turns(con)
-        return report
-    finally:
-        con.close()

@@ -234,7 +234,7 @@ def test_log_text_reaches_the_terminal_inert_and_redacted(text_summary):
 def test_normalising_never_unmasks_a_credential(tmp_path):
     from analyzer.store.db import connect
     from analyzer.outputs.oncall import build_oncall
-    from analyzer.jobs.main_job import ingest_only
+    from analyzer.api import ingest
 
     secrets = ("123abcdefSECRETtoken", "42hunter2", "7777wJalrXUtnFEMI")
     recs: list = []
@@ -243,7 +243,7 @@ def test_normalising_never_unmasks_a_credential(tmp_path):
     _pair(recs, "e0000002", 1, provider="nrp", model="glm-5", session="x", ok=False,
           error=f"RuntimeError: login failed password={secrets[1]} token: {secrets[2]}", latency_ms=5)
     db = tmp_path / "s.duckdb"
-    ingest_only([str(write_jsonl(tmp_path / "l.jsonl", recs))], db)
+    ingest([str(write_jsonl(tmp_path / "l.jsonl", recs))], db=db)
     con = connect(db, read_only=True)
     try:
         text = json.dumps(build_oncall(con))

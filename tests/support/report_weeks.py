@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import report as make_report
-from analyzer.jobs.main_job import ingest_only
+from analyzer.api import ingest
 from analyzer.online import log_fields, run_ladder
 from analyzer.store.db import connect
 from tests.support.fresh_db import fresh_db
@@ -194,7 +194,7 @@ def build_fixture_db(tmp: Path) -> Path:
     logs = write_jsonl(tmp / "logs" / "week.jsonl", fixture_records())
     with logs.open("a") as f:
         f.write('{"timestamp": "2026-11-20T10:00:00.000000Z", "type": "requ\n')  # a cut-off line: quarantined
-    ingest_only([str(logs)], db)
+    ingest([str(logs)], db=db)
     con = connect(db)
     try:
         add_fixture_metrics(con)
@@ -255,7 +255,7 @@ def sample_db(tmp: Path) -> Path:
     if not (SAMPLE_LOGS / "s3").is_dir():
         pytest.skip("sample_logs/ has not been generated yet")
     db = fresh_db(tmp / "sample.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
-    ingest_only([str(SAMPLE_LOGS / d) for d in ("s3", "kubectl", "consolidated") if (SAMPLE_LOGS / d).exists()], db)
+    ingest([str(SAMPLE_LOGS / d) for d in ("s3", "kubectl", "consolidated") if (SAMPLE_LOGS / d).exists()], db=db)
     if (SAMPLE_LOGS / "metrics").is_dir():
         from analyzer.jobs.metrics import load_metrics
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from analyzer.store.db import connect
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.jobs.main_job import ingest_only
+from analyzer.api import ingest
 from analyzer.api import report as make_report
 from analyzer.outputs.report import build
 from analyzer.outputs.report import context as ctx_module
@@ -238,7 +238,7 @@ def test_methods_show_input_paths_as_given_relative_under_the_working_folder(fix
 
 def test_without_metrics_the_report_says_so(tmp_path):
     db = fresh_db(tmp_path / "nometrics.duckdb")  # an empty database, copied (tests/support/fresh_db.py)
-    ingest_only([str(write_jsonl(tmp_path / "w.jsonl", fixture_records()))], db)
+    ingest([str(write_jsonl(tmp_path / "w.jsonl", fixture_records()))], db=db)
     con = connect(db)
     try:
         c = build_context(con, resolve_period(con, week=WEEK))
