@@ -38,7 +38,7 @@ def has_tool_history(messages: Any) -> bool:
     return False
 
 
-_NOT_JSON = object()  # parse_body's marker for a body that arrived but is not JSON
+_NOT_JSON = object()  # _decode's marker for a body that arrived but is not JSON
 
 
 def _decode(body: Any) -> Any:
@@ -56,16 +56,6 @@ def _decode(body: Any) -> Any:
     except (ValueError, RecursionError):
         # Invalid JSON, bad UTF-8, or nesting deeper than the parser's stack.
         return _NOT_JSON
-
-
-def parse_body(body: Any) -> Any:
-    """Decode an upstream answer body (bytes, str or already-parsed JSON).
-
-    Returns the parsed JSON value, or None for an empty or non-JSON body (a naked
-    500 has an empty body; an HTML error page is not JSON). Never raises.
-    """
-    doc = _decode(body)
-    return None if doc is _NOT_JSON else doc
 
 
 def _text(content: Any) -> str | None:
