@@ -32,7 +32,6 @@ recorded in ``skipped_files`` and costs no other file its records.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections import deque
@@ -47,7 +46,7 @@ from analyzer.core.errors import ExitCode, InputError
 from analyzer.core.interrupt import track
 from analyzer.io.batch_lines import LineBatch, batch_schema, chunk_pod
 from analyzer.io.input_readers import FileFailed, WholeFile, parquet_pieces, stdin_pieces, text_pieces, whole_files
-from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LineBlock, LongLine, arrow, prefetch
+from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LineBlock, LongLine, arrow, mend_surrogates, prefetch
 from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import (
     JSONL,
@@ -708,25 +707,9 @@ class _Ingest:
         self.report.files_ingested += sum(1 for p in progress if p[3])
 
 
-# A JSON escape: a surrogate pair (kept), a lone surrogate (length 6: replaced), or any
-# other escape (kept; matched whole so that `\\ud83d`, an escaped backslash, is no escape).
-_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\.",
-                     re.S)
-
-
 def _as_records(f: SourceFile, pieces: Iterable) -> Iterable:
     """A file's pieces as proxy record lines: a LiteLLM file's payload lines become their two records each."""
     return mapped_pieces(pieces) if LITELLM in (f.form, f.text_form) else pieces
-
-
-def mend_surrogates(line: str) -> str:
-    """``line`` with each lone UTF-16 surrogate escape (``\\ud83d`` without its pair) made ``\\ufffd``.
-
-    Python's ``json.dumps`` writes a string holding half an emoji so, and DuckDB's
-    JSON parser refuses the line: mended, the record is kept (the bad code point
-    replaced, as invalid UTF-8 is decoded).
-    """
-    return _ESCAPE.sub(lambda m: "\\ufffd" if len(m.group()) == 6 else m.group(), line)
 
 
 def _record_skipped(con: duckdb.DuckDBPyConnection, report: IngestReport, now: datetime) -> None:

@@ -21,6 +21,7 @@ ends in the input, so ingestion can commit part of a big file and resume there.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Iterator, Union
 
@@ -53,6 +54,28 @@ SNIPPET_CHARS = 200
 #: The quarantine reason of a line that is not a JSON document (the ingest's SQL and
 #: the LiteLLM reader both write it).
 MALFORMED = "malformed JSON (invalid or cut-off line)"
+#: A JSON escape of a UTF-16 surrogate (``\\ud83d``; valid pairs match too): where a
+#: lone one can be. Python's ``json.dumps`` writes half an emoji so, and DuckDB's JSON
+#: parser refuses the line; the readers mend it (:func:`mend_surrogates`). The ingest's
+#: SQL finds the lines to mend with it.
+SURROGATE_ESCAPE_RE = r"\\u[dD][89a-fA-F]"
+_SURROGATE = re.compile(SURROGATE_ESCAPE_RE)
+# A JSON escape: a surrogate pair (kept), a lone surrogate (length 6: replaced), or any
+# other escape (kept; matched whole so that `\\ud83d`, an escaped backslash, is no escape).
+_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\.",
+                     re.S)
+
+
+def mend_surrogates(line: str) -> str:
+    """``line`` with each lone UTF-16 surrogate escape (``\\ud83d`` without its pair) made ``\\ufffd``.
+
+    The record is then kept (the bad code point replaced, as invalid UTF-8 is
+    decoded) instead of quarantined as malformed. A line without a surrogate
+    escape is returned as it is, after a substring test.
+    """
+    if "\\u" not in line or not _SURROGATE.search(line):
+        return line
+    return _ESCAPE.sub(lambda m: "\\ufffd" if len(m.group()) == 6 else m.group(), line)
 
 
 @dataclass

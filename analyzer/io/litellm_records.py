@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
-from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS, LineBlock, arrow
+from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS, LineBlock, arrow, mend_surrogates
 from analyzer.online import LOG_FIELDS_KEY, answer_summary, client_switch, switch_sent
 
 GATEWAY = "litellm"
@@ -318,16 +318,8 @@ def _int(value: Any) -> int | None:
     return None
 
 
-# Lone UTF-16 surrogates a payload may hold (Python's json reads "\ud83d" alone):
-# written as U+FFFD, as the ingest mends the proxy's lines, so DuckDB reads the record.
-# Only a \uD8xx-\uDFxx escape in the line makes one (the line itself is valid text), so
-# the search runs on the records of such lines alone (it was an eighth of a line's cost).
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _dumps(record: dict, mend: bool) -> str:
-    text = json.dumps(record, ensure_ascii=False, default=str)
-    return _LONE_SURROGATE.sub("\ufffd", text) if mend else text
+def _dumps(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, default=str)
 
 
 def map_block(block: LineBlock) -> tuple[LineBlock, list[SetAside]]:
@@ -346,7 +338,9 @@ def map_block(block: LineBlock) -> tuple[LineBlock, list[SetAside]]:
         if line is None or not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            # A lone surrogate escape read would be written raw and refused by DuckDB: mended first, as
+            # the ingest mends the proxy's lines.
+            obj = json.loads(mend_surrogates(line))
         except (ValueError, RecursionError):
             aside.append(SetAside(no, MALFORMED, line[:SNIPPET_CHARS]))
             continue
@@ -355,8 +349,7 @@ def map_block(block: LineBlock) -> tuple[LineBlock, list[SetAside]]:
         except NotAPayload as exc:
             aside.append(SetAside(no, str(exc), line[:SNIPPET_CHARS]))
             continue
-        mend = "\\ud" in line or "\\uD" in line
-        out.extend((_dumps(request, mend), _dumps(response, mend)))
+        out.extend((_dumps(request), _dumps(response)))
         numbers.extend((no, no))
     lines = pa.array(out, pa.large_string())
     mapped = LineBlock(block.first_line, lines, block.end_offset, block.nbytes, exact=False,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS
+from analyzer.io.linereader import MALFORMED, SNIPPET_CHARS, SURROGATE_ESCAPE_RE
 from analyzer.online import BLANK_CHARS, THINK_CLOSE, THINK_OPEN
 
 # The fields read into typed columns; everything else stays in `raw`.
@@ -88,12 +88,6 @@ RECORD_TYPES = ("request", "response", "system_prompt")
 LOG_TIME_MIN = "2000-01-01"
 LOG_TIME_MAX = "2100-01-01"
 LOG_TIME_SQL = f"(ts >= TIMESTAMP '{LOG_TIME_MIN}' AND ts < TIMESTAMP '{LOG_TIME_MAX}')"
-
-# A lone UTF-16 surrogate escape (`"\ud83d"`: Python's json.dumps of a broken
-# emoji), which DuckDB's JSON parser refuses: a line it made malformed is mended
-# (analyzer.ingestion.logs.mend_surrogates) and stored. Valid pairs match too; the
-# lines are few (those left malformed), so the exact test is Python's.
-SURROGATE_ESCAPE_RE = r"\\u[dD][89a-fA-F]"
 
 # A kubectl stdout line: an optional multi-pod prefix (`kubectl logs --prefix`:
 # `[pod/NAME/CONTAINER] `, or stern's `NAME CONTAINER `), an optional
@@ -254,6 +248,7 @@ SELECT file_id, line_no, verdict,
        CASE WHEN verdict NOT IN ('ok', 'blank', 'free_text') THEN left(line, {SNIPPET_CHARS}) END AS snippet,
        CASE WHEN verdict = 'free_text' AND ({' OR '.join(f"contains(line, '{w}')" for w in EVENT_WORDS)})
             THEN left(line, 2000) END AS event_line,
+       -- a line DuckDB refused for a lone surrogate escape: mended in Python (io.linereader.mend_surrogates)
        CASE WHEN verdict = '{MALFORMED}' AND regexp_matches(line, '{SURROGATE_ESCAPE_RE}') THEN line END AS mend_line
 FROM judged
 """

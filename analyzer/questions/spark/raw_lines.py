@@ -17,18 +17,15 @@ pyspark) where Spark runs its Python workers.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from types import SimpleNamespace
 from typing import Iterator
 
-from analyzer.ingestion.logs import mend_surrogates
 from analyzer.io.batch_lines import chunk_pod
 from analyzer.io.input_readers import FileFailed, parquet_pieces, text_pieces
-from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LongLine
+from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LongLine, mend_surrogates
 from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import JSONL, KUBECTL, LITELLM, METRICS, PARQUET, FormError, SourceFile
-from analyzer.store.record_sql import SURROGATE_ESCAPE_RE
 
 #: What a row of :func:`file_lines` is: a line, a line over the limit, a file skipped (with
 #: why), one passed over (a metric file), and the file read (its registry row, last).
@@ -45,9 +42,6 @@ LINES_DDL = (
     "original STRING, from_stdout BOOLEAN, file_pod STRING, detail STRING, "
     "size_bytes BIGINT, mtime DOUBLE, ctime DOUBLE, fingerprint STRING, bytes_done BIGINT, complete BOOLEAN"
 )
-
-_SURROGATE = re.compile(SURROGATE_ESCAPE_RE)
-
 
 def file_lines(item: tuple) -> Iterator[tuple]:
     """The rows of one file: ``item`` is ``(file_index, SourceFile)`` or ``(file_index, uri, content, mtime)``.
@@ -129,11 +123,9 @@ def _mended(line: str) -> str | None:
     """The line with its lone surrogate escapes replaced, as the ingest mends it; None when unchanged.
 
     DuckDB refuses such a line as malformed and the ingest stores it mended
-    (:func:`analyzer.ingestion.logs.mend_surrogates`); Spark is given the mended
+    (:func:`analyzer.io.linereader.mend_surrogates`); Spark is given the mended
     text to judge, and the original for the quarantine's snippet.
     """
-    if "\\u" not in line or not _SURROGATE.search(line):
-        return None
     fixed = mend_surrogates(line)
     return fixed if fixed != line else None
 

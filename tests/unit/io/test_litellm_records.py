@@ -201,11 +201,15 @@ def test_a_block_maps_each_payload_to_two_records_on_its_line_and_sets_the_rest_
 
 
 def test_a_lone_surrogate_is_written_as_the_replacement_character():
+    """As the ingest mends the proxy's lines (io.linereader.mend_surrogates): a lone escape becomes U+FFFD;
+    a whole emoji and an escaped backslash before `ud83d` stay what they were."""
     pa, _ = arrow()
-    text = json.dumps(L.payload(response=L.answer("half an emoji \ud83d")))
-    assert "\\ud83d" in text
+    said = "half an emoji \ud83d, a whole one \U0001f600, a path C:\\ud83d"
+    text = json.dumps(L.payload(response=L.answer(said)))
+    assert "\\ud83d," in text and "\\ud83d\\ude00" in text and "\\\\ud83d" in text
     mapped, _ = map_block(LineBlock(1, pa.array([text], pa.large_string()), len(text), len(text)))
-    assert json.loads(mapped.lines.to_pylist()[1])["content"] == "half an emoji \ufffd"
+    content = json.loads(mapped.lines.to_pylist()[1])["content"]
+    assert content == "half an emoji \ufffd, a whole one \U0001f600, a path C:\\ud83d"
 
 
 def test_the_form_is_told_by_content_not_by_name():
