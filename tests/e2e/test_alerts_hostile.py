@@ -16,8 +16,7 @@ from analyzer.core.errors import ExitCode
 from analyzer.io.prometheus import parse_selector
 from analyzer.io.promql import re2_problem, unquote
 from tests.support.prometheus import promtool
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 
 #: Accepted: (the options, the selector as it must reach the rules, or None when no selector is given).
 ACCEPTED = {
@@ -50,11 +49,6 @@ REFUSED = {
     "closing braces in runbook": (["--runbook-url", "https://x/}}"], "template syntax"),
     "space in runbook": (["--runbook-url", "https://x/run book"], "no spaces"),
 }
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 @pytest.mark.prometheus

@@ -9,13 +9,7 @@ import pytest
 
 from analyzer.core.errors import ExitCode
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, response_ok, write_jsonl
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
+from tests.support.cli import analyze
 
 
 @pytest.fixture

@@ -36,8 +36,7 @@ from tests.support.records import (
     write_jsonl,
 )
 from tests.support.repo import REPO
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 
 SAMPLE = REPO / "sample_logs"
 EVIL_PROVIDER = "evil\x1b]0;PWNED\x07\x1b[2J"
@@ -46,11 +45,6 @@ ENGINE_CORE = ('Provider returned 500: {"object": "error", "message": "EngineCor
                'See stack trace (above) for the root cause.", "type": "InternalServerError", "code": 500}')
 CUDA = "RuntimeError: CUDA error: an illegal memory access was encountered (device 3, stream 0x7f3a2b10)"
 GLM_LATENCIES = [100 * (i + 1) for i in range(40)]
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 def _pair(recs: list, rid: str, minute: float, *, provider: str, model: str, session: str, ok: bool = True,

@@ -13,13 +13,7 @@ from analyzer.cli.app import main
 from analyzer.store.db import connect
 from analyzer.core.errors import ExitCode
 from tests.support.week import build_week_db
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
+from tests.support.cli import analyze
 
 
 @pytest.fixture(scope="module")

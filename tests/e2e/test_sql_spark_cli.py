@@ -21,20 +21,16 @@ import pytest
 
 from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError
+from analyzer.outputs.lake import export_lake
+from analyzer.store.db import connect
 from tests.support.week import build_week_db
 from tests.support.services import need_spark
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 
 pytestmark = pytest.mark.spark
 
 QUESTION = "failures_by_day"
 PARAMS = {"model": "glm%", "since": "2026-11-16T00:00:00.5Z"}
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +110,6 @@ def test_spark_reads_the_lakes_own_turns(tmp_path):
     """`--engine spark` answers from the tables the lake holds, as `--lake` on DuckDB does: a lake whose
     `turns` lacks one turn of its records says so on both engines (recomputed, Spark would count it)."""
     need_spark()
-    from analyzer.outputs.lake import export_lake
-    from analyzer.store.db import connect
-
     db = build_week_db(tmp_path / "week.duckdb")
     con = connect(db)
     try:

@@ -27,15 +27,9 @@ from analyzer.outputs.summary import resolve_models
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, TOOL_RESULT, at, request, response_error, write_jsonl
 from tests.support.repo import REPO
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 
 ROOT = REPO
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 def _library_error(call, *args) -> AnalyzerError:

@@ -23,8 +23,7 @@ from analyzer.store.db import connect
 from analyzer.store import migrations
 from analyzer.store.lake import MANIFEST, open_lake, read_manifest
 from tests.support.repo import REPO
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 from tests.support.fresh_db import fresh_db
 
 SAMPLE = REPO / "sample_logs"
@@ -32,11 +31,6 @@ QUERIES = load_queries()
 QUESTIONS = sorted(n for n, q in QUERIES.items() if q.kind == "question")
 RELATIONS = sorted(n for n, q in QUERIES.items() if q.kind in ("view", "table"))
 BOUND = {"since": "2026-11-17", "until": "2026-11-19T12:00:00Z", "model": "glm%"}
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,7 @@ from analyzer.ingestion.logs import ingest
 from analyzer.api import report as make_report
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, stdout_line, write_jsonl
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze as cli
 from tests.support.fresh_db import fresh_connection, fresh_db
 
 POD_A = "llm-proxy-7d4b9c6f-abcde"
@@ -81,11 +80,6 @@ def build_logs(root: Path) -> Path:
                 _turn("c0000001", 60, "s-c", fail=True) + _turn("c0000002", 61, "s-c", fail=True))
     (logs / "notes.txt").write_text("remember to rotate the logs\n", encoding="utf-8")
     return logs
-
-
-def cli(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,7 @@ from analyzer.questions.sqlrun import WriteRefused, duckdb_relations
 from analyzer.store.catalog import load_queries
 from tests.support.week import build_week_db
 from tests.support.services import need_spark
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
+from tests.support.cli import analyze
 from tests.support.fresh_db import fresh_connection, fresh_db
 
 SECRET = "not-for-questions-7f3a"
@@ -60,11 +59,6 @@ def week(tmp_path_factory) -> tuple[Path, Path, Path]:
     secret = tmp / "secret.txt"
     secret.write_text(SECRET)
     return db, tmp / "lake", secret
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
 
 
 def _sql(template: str, week) -> str:

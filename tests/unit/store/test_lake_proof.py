@@ -27,13 +27,7 @@ from analyzer.store.lake import MANIFEST, check_lake, open_lake
 from analyzer.store.lake_files import LakeError
 from tests.support.week import build_week_db
 from tests.support.services import need_spark
-from tests.support.cli import Ran
-from tests.support.cli import analyze as run_analyze
-
-
-def analyze(*args: str, **kw) -> Ran:
-    """The command, run in this process (tests/support/cli.py)."""
-    return run_analyze(*args, **kw)
+from tests.support.cli import analyze
 
 
 @pytest.fixture(scope="module")
