@@ -48,7 +48,8 @@ BLOCK_BYTES = 8 * 1024 * 1024
 #: two stores at once; a longer record can run DuckDB out of memory, and the whole
 #: run with it (docs/log-format.md). Raise both together.
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
-_BOM = b"\xef\xbb\xbf"
+#: The UTF-8 byte-order mark, dropped at the start of an input.
+BOM = b"\xef\xbb\xbf"
 #: How much of a quarantined line is kept: its first characters (a long line's first bytes).
 SNIPPET_CHARS = 200
 #: The quarantine reason of a line that is not a JSON document (the ingest's SQL and
@@ -125,14 +126,18 @@ class LongLine:
 Piece = Union[LineBlock, LongLine]
 
 
-def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
-    """Split a buffer of whole lines into a string array (one copy, in C++); and whether it is exact."""
+def split_binary(body: bytes | bytearray | memoryview, sep: bytes) -> pa.Array:
+    """Split a buffer of whole lines on ``sep`` into a large_binary array (one copy, in C++)."""
     pa, pc = arrow()
     buf = pa.py_buffer(body)
     offsets = pa.array([0, buf.size], pa.int64()).buffers()[1]
     whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
-    lines = pc.split_pattern(whole, sep).values
-    return _decode(lines, sep, has_cr)
+    return pc.split_pattern(whole, sep).values
+
+
+def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
+    """Split a buffer of whole lines into a string array; and whether it is exact."""
+    return _decode(split_binary(body, sep), sep, has_cr)
 
 
 def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
@@ -258,9 +263,9 @@ def read_lines(
         if not chunk:
             break
         if at_start:
-            if chunk.startswith(_BOM):
-                chunk = chunk[len(_BOM):]
-                offset += len(_BOM)
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM):]
+                offset += len(BOM)
             if sep is None:
                 sep = sniff_separator(chunk[:65536])
             at_start = False
