@@ -35,6 +35,7 @@ from analyzer.core.durations import US
 from analyzer.ingestion.metric_stage import STAGE, STAGE_COLUMNS, Series, intern_labels
 from analyzer.io.metric_formats import api_result
 from analyzer.io.metric_samples import KEPT_SPELLINGS, labels_json
+from analyzer.store.db import registered
 
 #: Points staged per batch (one Arrow table, one INSERT).
 BATCH_POINTS = 1 << 18
@@ -156,12 +157,9 @@ class SeriesStager:
             "value": pa.array(vals),
         })
         del times, values, pending
-        self.scratch.register("_metric_series_batch", table)
-        try:
+        with registered(self.scratch, "_metric_series_batch", table):
             self.scratch.execute(f"INSERT INTO {STAGE} {STAGE_COLUMNS} "
                                  "SELECT ord, metric::VARCHAR, label_key::VARCHAR, ts_us, value FROM _metric_series_batch")
-        finally:
-            self.scratch.unregister("_metric_series_batch")
         self.rows += n
 
     def finish(self, series: Series, fallback_pod: str | None = None) -> Series:

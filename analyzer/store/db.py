@@ -56,6 +56,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, data) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``data`` (an Arrow table or stream) readable as the view ``name`` of ``con`` for the block."""
+    con.register(name, data)
+    try:
+        yield con
+    finally:
+        con.unregister(name)
+
+
 #: DuckDB's memory bound ($ANALYZER_MEMORY_LIMIT): with the Arrow batch being
 #: stored beside it, a week's ingest stays well under 1 GB of peak RSS.
 MEMORY_LIMIT = os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")
