@@ -33,7 +33,7 @@ import numpy as np
 
 from analyzer.core.durations import US
 from analyzer.ingestion.metric_stage import STAGE, STAGE_COLUMNS, Series, intern_labels
-from analyzer.io.metric_formats import api_result
+from analyzer.io.metric_formats import api_result, gzipped
 from analyzer.io.metric_samples import KEPT_SPELLINGS, labels_json
 from analyzer.store.db import registered
 
@@ -272,9 +272,7 @@ def stream_json_file(path: Path, stager: SeriesStager) -> int:
     Raises:
         ValueError: not valid JSON, or not Prometheus API answers of matrix or vector results.
     """
-    with path.open("rb") as probe:
-        packed = probe.read(2) == b"\x1f\x8b"
-    with (gzip.open if packed else open)(path, "rb") as f:
+    with (gzip.open if gzipped(path) else open)(path, "rb") as f:
         r = _Reader(f)
         answers = 0
         while (c := r.peek()) != "":

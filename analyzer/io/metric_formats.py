@@ -136,6 +136,15 @@ def scrape_time_from_name(path: Path) -> int | None:
     return None
 
 
+def scrape_time(path: Path) -> tuple[int, str]:
+    """The time of a scrape's samples that carry none (epoch microseconds), and what it was taken from:
+    the time in the file name, else the file's modification time."""
+    ts_us = scrape_time_from_name(path)
+    if ts_us is None:
+        return round(path.stat().st_mtime * US), "file modification time"
+    return ts_us, "time in file name"
+
+
 def scrape_target_from_name(path: Path) -> str | None:
     """A pod identity for a scrape that names no target: the file name without its
     time stamp and scrape suffix (``glm-5-abc_20261116T140000Z.prom.gz`` -> ``glm-5-abc``),
@@ -242,6 +251,12 @@ def detect_form(text: str, name: str = "") -> str:
     return OPENMETRICS if is_openmetrics(text) else EXPOSITION
 
 
+def gzipped(path: Path) -> bool:
+    """Whether a file starts with gzip's magic bytes."""
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def read_text(path: Path) -> str:
     """A file's text, transparently gunzipped when it ends in ``.gz``."""
     data = path.read_bytes()
@@ -267,12 +282,7 @@ def read_metrics_file(path: str | Path) -> FileRead:
         if form == CSV:
             samples = list(parse_csv(text))
         else:
-            default_ts = scrape_time_from_name(p)
-            if default_ts is None:
-                default_ts = round(p.stat().st_mtime * US)
-                stamp_from = "file modification time"
-            else:
-                stamp_from = "time in file name"
+            default_ts, stamp_from = scrape_time(p)
             fallback_pod = scrape_target_from_name(p)
             samples = list(parse_exposition(text, default_ts_us=default_ts, fallback_pod=fallback_pod))
             if any(s.ts_us == default_ts for s in samples):
