@@ -384,8 +384,8 @@ class _Ingest:
         """One piece of a file: its lines into the batch, or a line too long or set aside quarantined."""
         if isinstance(piece, LongLine):
             self._long_line(state, piece)
-        elif isinstance(piece, SetAside):
-            self._set_aside(state, piece)
+        elif isinstance(piece, SetAside):  # a LiteLLM line that holds no record (its block counted it as read)
+            self._set_aside(state, piece.line_no, piece.reason, piece.head)
         else:
             self._add(state, piece, stdout, pod)
 
@@ -410,21 +410,16 @@ class _Ingest:
         reason = (f"line of {piece.length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
                   "what DuckDB stores within its memory limit): not kept")
         self.report.long_lines += 1
-        head = piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS]
-        if self.strict:
-            raise InputError(f"{state.todo.source.path}:{piece.line_no}: {reason} (--strict)", ExitCode.BAD_INPUT)
-        self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, reason, head))
+        self._set_aside(state, piece.line_no, reason, piece.head.decode("utf-8", errors="replace"))
         state.bytes_done = piece.end_offset
         state.lines_done = piece.line_no
-        self.batch.touch(state)
 
-    def _set_aside(self, state: _FileState, piece: SetAside) -> None:
-        """A LiteLLM line that holds no record (its block already counted it as read): quarantined."""
+    def _set_aside(self, state: _FileState, line_no: int, reason: str, head: str) -> None:
+        """A line that holds no record to store (too long, or no LiteLLM payload): quarantined with ``reason``."""
         if self.strict:
-            raise InputError(f"{state.todo.source.path}:{piece.line_no}: {piece.reason} (--strict)",
-                             ExitCode.BAD_INPUT)
-        self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, piece.reason,
-                                      piece.head[:SNIPPET_CHARS]))  # the same cut as every quarantined line
+            raise InputError(f"{state.todo.source.path}:{line_no}: {reason} (--strict)", ExitCode.BAD_INPUT)
+        self.batch.long_lines.append((state.file_id, state.todo.source.path, line_no, reason,
+                                      head[:SNIPPET_CHARS]))  # the same cut as every quarantined line
         self.batch.touch(state)
 
     def _skip(self, f: SourceFile, reason: str, state: _FileState) -> None:
@@ -727,7 +722,7 @@ def ingest(
     if isinstance(inputs, Discovered):
         found = inputs
     elif inputs and all(isinstance(i, SourceFile) for i in inputs):
-        found = discover_inputs([], files=list(inputs))  # type: ignore[arg-type]
+        found = Discovered(files=list(inputs))  # type: ignore[arg-type]
     else:
         found = discover_inputs([str(i) for i in inputs])
     report = IngestReport(files_seen=len(found.files))

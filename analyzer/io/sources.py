@@ -400,7 +400,7 @@ def stdin_source() -> SourceFile:
     return f
 
 
-def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) -> Discovered:
+def discover_inputs(inputs: list[str]) -> Discovered:
     """Expand files, directories (recursively), globs and ``-`` into input files, in order.
 
     A FIFO, socket or device among the inputs is skipped with a note; named with
@@ -410,9 +410,6 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
         InputError: an argument matches nothing at all, or the inputs are only FIFOs or devices.
     """
     out = Discovered()
-    if files is not None:
-        out.files = list(files)
-        return out
     seen: set[str] = set()
     odd: list[tuple[str, str]] = []  # (path, kind) of the FIFOs, sockets and devices named
     for arg in inputs:
