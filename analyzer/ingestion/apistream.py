@@ -162,11 +162,11 @@ class SeriesStager:
                                  "SELECT ord, metric::VARCHAR, label_key::VARCHAR, ts_us, value FROM _metric_series_batch")
         self.rows += n
 
-    def finish(self, series: Series, fallback_pod: str | None = None) -> Series:
+    def finish(self, series: Series) -> Series:
         """Stage what is pending and intern the label sets seen (of kept metrics, each once)."""
         self.flush()
         keys = sorted(self._kept_keys, key=self._key_index.__getitem__)
-        return intern_labels(self.scratch, lambda key: dict(self._labels[key]), fallback_pod, series, keys=keys)
+        return intern_labels(self.scratch, lambda key: dict(self._labels[key]), series, keys=keys)
 
 
 def _numbers(items: list, what: str) -> np.ndarray:

@@ -137,8 +137,8 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
         return stage_text_stream(con, path, series)
     read = read_metrics_file(path)  # raises InputError with the precise reason
     stage_samples(con, read.samples)
-    intern_labels(con, lambda key: json.loads(key), scrape_target_from_name(path) if read.form in (
-        EXPOSITION, OPENMETRICS) else None, series)
+    intern_labels(con, lambda key: json.loads(key), series, scrape_target_from_name(path) if read.form in (
+        EXPOSITION, OPENMETRICS) else None)
     return read.form, read.notes
 
 
@@ -198,7 +198,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     if bad:
         return False
     try:
-        intern_labels(con, parse_labels_field, series=series)
+        intern_labels(con, parse_labels_field, series)
     except ValueError:
         return False
     return True
@@ -267,7 +267,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     if not staged:
         notes.append(f"{path}: no samples (read as {form})")
     try:
-        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, scrape_target_from_name(path), series)
+        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, series, scrape_target_from_name(path))
     except ValueError as exc:
         raise InputError(f"{path}: not a valid {form} metrics file: {exc}") from exc
     return form, notes

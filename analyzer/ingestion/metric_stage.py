@@ -152,19 +152,17 @@ def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample])
     return len(cols["ord"])
 
 
-def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]],
-                  fallback_pod: str | None = None, series: Series | None = None,
-                  keys: list[str] | None = None) -> Series:
+def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]], series: Series,
+                  fallback_pod: str | None = None, keys: list[str] | None = None) -> Series:
     """Parse each distinct ``label_key`` of the kept samples once; map it to its series id.
 
     Two spellings of one label set (JSON and ``k=v``) are one series. Returns
-    ``series`` (a new one when None) with the series added. ``keys``: those
+    ``series`` with the series added. ``keys``: those
     distinct keys when the reader knows them already (else the stage is read).
 
     Raises:
         ValueError: (from ``parse``) a label set that does not parse.
     """
-    series = series if series is not None else Series()
     if keys is None:
         keys = [k for (k,) in scratch.execute(
             f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric WHERE s.src IS NULL"

@@ -161,13 +161,12 @@ def _fp_spans(size: int) -> list[tuple[int, int]]:
     return [(0, _PEEK), *middle, (size - _PEEK, _PEEK)]
 
 
-def file_fingerprint(path: str | os.PathLike, size: int | None = None) -> str:
-    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size, taken when not given).
+def file_fingerprint(path: str | os.PathLike, size: int) -> str:
+    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size).
 
     Raises:
         OSError: the file cannot be read.
     """
-    size = os.stat(path).st_size if size is None else size
     h = hashlib.sha256(str(size).encode())
     with open(path, "rb") as f:
         for offset, length in _fp_spans(size):
