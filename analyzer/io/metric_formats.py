@@ -91,7 +91,7 @@ def is_openmetrics(text: str) -> bool:
     return text.rstrip().endswith("# EOF")
 
 
-def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str | None = None) -> Iterator[Sample]:
+def parse_exposition(text: str, *, default_ts_us: int, fallback_pod: str | None = None) -> Iterator[Sample]:
     """Samples of a ``/metrics`` scrape, 0.0.4 or OpenMetrics (told apart by ``# EOF``).
 
     Sample timestamps are milliseconds in 0.0.4 and seconds in OpenMetrics; the
@@ -99,7 +99,7 @@ def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str 
     ``default_ts_us``.
 
     Raises:
-        ValueError: the text does not parse, or a sample has no time and no default.
+        ValueError: the text does not parse.
     """
     if is_openmetrics(text):
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -109,8 +109,6 @@ def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str 
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.timestamp is None:
-                if default_ts_us is None:
-                    raise ValueError(f"sample {s.name} has no timestamp and the scrape time is unknown")
                 ts_us = default_ts_us
             elif hasattr(s.timestamp, "nsec"):  # openmetrics Timestamp: exact seconds + nanoseconds
                 ts_us = s.timestamp.sec * US + s.timestamp.nsec // 1000
