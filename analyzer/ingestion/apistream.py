@@ -33,8 +33,9 @@ import numpy as np
 
 from analyzer.core.durations import US
 from analyzer.ingestion.metric_stage import STAGE, STAGE_COLUMNS, Series, intern_labels
-from analyzer.io.metric_formats import api_result
+from analyzer.io.metric_formats import api_result, gzipped
 from analyzer.io.metric_samples import KEPT_SPELLINGS, labels_json
+from analyzer.store.db import registered
 
 #: Points staged per batch (one Arrow table, one INSERT).
 BATCH_POINTS = 1 << 18
@@ -156,19 +157,16 @@ class SeriesStager:
             "value": pa.array(vals),
         })
         del times, values, pending
-        self.scratch.register("_metric_series_batch", table)
-        try:
+        with registered(self.scratch, "_metric_series_batch", table):
             self.scratch.execute(f"INSERT INTO {STAGE} {STAGE_COLUMNS} "
                                  "SELECT ord, metric::VARCHAR, label_key::VARCHAR, ts_us, value FROM _metric_series_batch")
-        finally:
-            self.scratch.unregister("_metric_series_batch")
         self.rows += n
 
-    def finish(self, series: Series, fallback_pod: str | None = None) -> Series:
+    def finish(self, series: Series) -> Series:
         """Stage what is pending and intern the label sets seen (of kept metrics, each once)."""
         self.flush()
         keys = sorted(self._kept_keys, key=self._key_index.__getitem__)
-        return intern_labels(self.scratch, lambda key: dict(self._labels[key]), fallback_pod, series, keys=keys)
+        return intern_labels(self.scratch, lambda key: dict(self._labels[key]), series, keys=keys)
 
 
 def _numbers(items: list, what: str) -> np.ndarray:
@@ -274,9 +272,7 @@ def stream_json_file(path: Path, stager: SeriesStager) -> int:
     Raises:
         ValueError: not valid JSON, or not Prometheus API answers of matrix or vector results.
     """
-    with path.open("rb") as probe:
-        packed = probe.read(2) == b"\x1f\x8b"
-    with (gzip.open if packed else open)(path, "rb") as f:
+    with (gzip.open if gzipped(path) else open)(path, "rb") as f:
         r = _Reader(f)
         answers = 0
         while (c := r.peek()) != "":

@@ -65,6 +65,7 @@ from analyzer.store.db import (
     DEFAULT_ROW_GROUP_ROWS,
     discard_unfinished_batches,
     ingest_running,
+    registered,
     row_group_rows,
     transaction,
     use_same_database,
@@ -214,14 +215,11 @@ def _plan(con: duckdb.DuckDBPyConnection, files: list[SourceFile], report: Inges
         todo.append(_Todo(f, file_id))  # changed (a growing stdout log): read again; dedup keeps it single
     if touched:  # one statement, not one UPDATE per file (a chmod -R of a chunk folder touches thousands)
         pa, _ = arrow()
-        con.register("_touched", pa.table({"file_id": pa.array([t[0] for t in touched], pa.int32()),
-                                           "mtime": pa.array([t[1] for t in touched], pa.float64()),
-                                           "ctime": pa.array([t[2] for t in touched], pa.float64())}))
-        try:
+        with registered(con, "_touched", pa.table({"file_id": pa.array([t[0] for t in touched], pa.int32()),
+                                                  "mtime": pa.array([t[1] for t in touched], pa.float64()),
+                                                  "ctime": pa.array([t[2] for t in touched], pa.float64())})):
             con.execute("UPDATE source_files s SET mtime = t.mtime, ctime = t.ctime FROM _touched t "
                         "WHERE s.file_id = t.file_id").fetchall()
-        finally:
-            con.unregister("_touched")
     return todo
 
 
@@ -316,7 +314,7 @@ class _Ingest:
                 and not t.resume_bytes and f.size <= _SMALL_FILE)
 
     def _new_state(self, todo: _Todo) -> _FileState:
-        return _FileState(todo, file_id=todo.file_id if todo.file_id is not None else self._new_id(todo),
+        return _FileState(todo, file_id=todo.file_id if todo.file_id is not None else todo.new_id,
                           bytes_done=todo.resume_bytes, lines_done=todo.resume_lines,
                           registered=todo.file_id is not None,
                           reset=todo.file_id is not None and not todo.resume_lines)
@@ -386,8 +384,8 @@ class _Ingest:
         """One piece of a file: its lines into the batch, or a line too long or set aside quarantined."""
         if isinstance(piece, LongLine):
             self._long_line(state, piece)
-        elif isinstance(piece, SetAside):
-            self._set_aside(state, piece)
+        elif isinstance(piece, SetAside):  # a LiteLLM line that holds no record (its block counted it as read)
+            self._set_aside(state, piece.line_no, piece.reason, piece.head)
         else:
             self._add(state, piece, stdout, pod)
 
@@ -408,34 +406,24 @@ class _Ingest:
         state.bytes_done = piece.end_offset
         state.lines_done = piece.last_line
 
-    def _new_id(self, todo: _Todo) -> int:
-        if todo.new_id is None:
-            return self.con.execute("SELECT nextval('source_file_ids')").fetchall()[0][0]
-        return todo.new_id
-
     def _long_line(self, state: _FileState, piece: LongLine) -> None:
         reason = (f"line of {piece.length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
                   "what DuckDB stores within its memory limit): not kept")
         self.report.long_lines += 1
-        head = piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS]
-        if self.strict:
-            raise InputError(f"{state.todo.source.path}:{piece.line_no}: {reason} (--strict)", ExitCode.BAD_INPUT)
-        self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, reason, head))
+        self._set_aside(state, piece.line_no, reason, piece.head.decode("utf-8", errors="replace"))
         state.bytes_done = piece.end_offset
         state.lines_done = piece.line_no
-        self.batch.touch(state)
 
-    def _set_aside(self, state: _FileState, piece: SetAside) -> None:
-        """A LiteLLM line that holds no record (its block already counted it as read): quarantined."""
+    def _set_aside(self, state: _FileState, line_no: int, reason: str, head: str) -> None:
+        """A line that holds no record to store (too long, or no LiteLLM payload): quarantined with ``reason``."""
         if self.strict:
-            raise InputError(f"{state.todo.source.path}:{piece.line_no}: {piece.reason} (--strict)",
-                             ExitCode.BAD_INPUT)
-        self.batch.long_lines.append((state.file_id, state.todo.source.path, piece.line_no, piece.reason,
-                                      piece.head[:SNIPPET_CHARS]))  # the same cut as every quarantined line
+            raise InputError(f"{state.todo.source.path}:{line_no}: {reason} (--strict)", ExitCode.BAD_INPUT)
+        self.batch.long_lines.append((state.file_id, state.todo.source.path, line_no, reason,
+                                      head[:SNIPPET_CHARS]))  # the same cut as every quarantined line
         self.batch.touch(state)
 
-    def _skip(self, f: SourceFile, reason: str, state: _FileState | None = None) -> None:
-        read = f" (after {state.lines_done:,} lines, which are kept)" if state and state.lines_done else ""
+    def _skip(self, f: SourceFile, reason: str, state: _FileState) -> None:
+        read = f" (after {state.lines_done:,} lines, which are kept)" if state.lines_done else ""
         self.report.skipped_files.append({"path": f.path, "reason": reason + read})
 
     def _flush_if_pending(self) -> None:
@@ -533,13 +521,9 @@ class _Ingest:
         with self._lock:
             cur = self._free.pop()
         try:
-            cur.register("batch_lines", s.table)
-            try:
-                with transaction(cur):
-                    inserted = cur.execute(sql.STORE, s.n).fetchall()[0][0]
-                    cur.execute("INSERT INTO ingest_pending VALUES ($batch, now())", s.n)
-            finally:
-                cur.unregister("batch_lines")
+            with registered(cur, "batch_lines", s.table), transaction(cur):
+                inserted = cur.execute(sql.STORE, s.n).fetchall()[0][0]
+                cur.execute("INSERT INTO ingest_pending VALUES ($batch, now())", s.n)
         finally:
             with self._lock:
                 self._free.append(cur)
@@ -550,35 +534,31 @@ class _Ingest:
         inserted = s.future.result()  # the store's error, if it failed, surfaces here
         con = self.con
         n = s.n
-        con.register("batch_lines", s.table)
-        try:
-            with transaction(con):
-                self._register_files(s.registry)
-                if inserted == len(s.table):  # every line was a record: nothing is left to judge
-                    con.execute(sql.NO_REST)
-                else:
-                    con.execute(sql.REST, n)
-                    inserted += self._mend(n)
-                stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(sql.BATCH_STATS, n).fetchall()}
-                bad = sum(st[1] for st in stats.values())
-                if self.strict and bad:
-                    first = con.execute(
-                        "SELECT f.path, s.line_no, s.verdict FROM rest s JOIN batch_files f USING (file_id) "
-                        "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY f.path, s.line_no LIMIT 1"
-                    ).fetchall()[0]
-                    raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
-                                     ExitCode.BAD_INPUT)
-                new = inserted - self._deduplicate(n) if inserted else 0
-                con.execute(sql.MARK_DIRTY, n)
-                con.execute(sql.INSERT_QUARANTINE)
-                if s.long_lines:
-                    con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", s.long_lines)
-                events = con.execute(sql.INSERT_EVENTS).fetchall()[0][0]
-                self._update_files(s.progress, stats, s.long_lines)
-                con.execute("DROP TABLE rest")
-                con.execute("DELETE FROM ingest_pending WHERE batch = $batch", n)
-        finally:
-            con.unregister("batch_lines")
+        with registered(con, "batch_lines", s.table), transaction(con):
+            self._register_files(s.registry)
+            if inserted == len(s.table):  # every line was a record: nothing is left to judge
+                con.execute(sql.NO_REST)
+            else:
+                con.execute(sql.REST, n)
+                inserted += self._mend(n)
+            stats = {r[0]: tuple(int(x) for x in r[1:]) for r in con.execute(sql.BATCH_STATS, n).fetchall()}
+            bad = sum(st[1] for st in stats.values())
+            if self.strict and bad:
+                first = con.execute(
+                    "SELECT f.path, s.line_no, s.verdict FROM rest s JOIN batch_files f USING (file_id) "
+                    "WHERE s.verdict NOT IN ('ok', 'blank', 'free_text') ORDER BY f.path, s.line_no LIMIT 1"
+                ).fetchall()[0]
+                raise InputError(f"{first[0]}:{first[1]}: {first[2]} (--strict; {bad} bad line(s) in this batch)",
+                                 ExitCode.BAD_INPUT)
+            new = inserted - self._deduplicate(n) if inserted else 0
+            con.execute(sql.MARK_DIRTY, n)
+            con.execute(sql.INSERT_QUARANTINE)
+            if s.long_lines:
+                con.executemany("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", s.long_lines)
+            events = con.execute(sql.INSERT_EVENTS).fetchall()[0][0]
+            self._update_files(s.progress, stats, s.long_lines)
+            con.execute("DROP TABLE rest")
+            con.execute("DELETE FROM ingest_pending WHERE batch = $batch", n)
         r = self.report
         lines = s.input_lines
         recs = sum(st[0] for st in stats.values())
@@ -602,13 +582,10 @@ class _Ingest:
         if not mended:
             return 0
         pa, _ = arrow()
-        con.register("mended", pa.table({"file_id": pa.array([m[0] for m in mended], pa.int32()),
-                                         "line_no": pa.array([m[1] for m in mended], pa.int64()),
-                                         "line": pa.array([m[2] for m in mended], pa.large_string())}))
-        try:
+        with registered(con, "mended", pa.table({"file_id": pa.array([m[0] for m in mended], pa.int32()),
+                                                 "line_no": pa.array([m[1] for m in mended], pa.int64()),
+                                                 "line": pa.array([m[2] for m in mended], pa.large_string())})):
             stored = con.execute(sql.STORE_MENDED, n).fetchall()[0][0]
-        finally:
-            con.unregister("mended")
         if stored:
             con.execute(sql.LEAVE_REST, n).fetchall()
         self.report.mended += stored
@@ -658,11 +635,8 @@ class _Ingest:
         thousands of small chunks costs no more registry work than one big file.
         """
         pa, _ = arrow()
-        self.con.register("_batch_files_arrow", pa.table(cols))
-        try:
+        with registered(self.con, "_batch_files_arrow", pa.table(cols)):
             self.con.execute("CREATE OR REPLACE TEMP TABLE batch_files AS SELECT * FROM _batch_files_arrow")
-        finally:
-            self.con.unregister("_batch_files_arrow")
         self.con.execute(
             """INSERT INTO source_files (file_id, path, form, size_bytes, mtime, fingerprint, lines, records,
                                          quarantined, free_text, ingested_at, bytes_done, lines_done, complete,
@@ -694,16 +668,13 @@ class _Ingest:
                          ("size_bytes", f.size if f.form != STDIN else bytes_done)):
                 cols[k].append(v)
         pa, _ = arrow()
-        self.con.register("_progress_arrow", pa.table(cols))
-        try:
+        with registered(self.con, "_progress_arrow", pa.table(cols)):
             self.con.execute(
                 """UPDATE source_files s SET lines = u.lines_done, records = s.records + u.records,
                           quarantined = s.quarantined + u.quarantined, free_text = s.free_text + u.free_text,
                           bytes_done = u.bytes_done, lines_done = u.lines_done, complete = u.complete,
                           ingested_at = $now, size_bytes = u.size_bytes
                    FROM _progress_arrow u WHERE s.file_id = u.file_id""", {"now": self.now})
-        finally:
-            self.con.unregister("_progress_arrow")
         self.report.files_ingested += sum(1 for p in progress if p[3])
 
 
@@ -751,7 +722,7 @@ def ingest(
     if isinstance(inputs, Discovered):
         found = inputs
     elif inputs and all(isinstance(i, SourceFile) for i in inputs):
-        found = discover_inputs([], files=list(inputs))  # type: ignore[arg-type]
+        found = Discovered(files=list(inputs))  # type: ignore[arg-type]
     else:
         found = discover_inputs([str(i) for i in inputs])
     report = IngestReport(files_seen=len(found.files))

@@ -26,7 +26,6 @@ from typing import Callable
 
 import duckdb
 
-from analyzer.core.durations import US
 from analyzer.core.errors import InputError
 from analyzer.ingestion.apistream import SeriesStager, stream_json_file
 from analyzer.ingestion.metric_stage import (
@@ -46,13 +45,15 @@ from analyzer.io.metric_formats import (
     OPENMETRICS,
     detect_form,
     discover_metric_files,
+    gzipped,
     parse_kv_labels,
     parse_labels_field,
     read_metrics_file,
     scrape_target_from_name,
-    scrape_time_from_name,
+    scrape_time,
 )
 from analyzer.io.metric_samples import KEPT_SPELLINGS
+from analyzer.io.sources import RECORD_PREFIXES
 
 #: Text scrapes from this size on stream through DuckDB instead of prometheus-client.
 STREAM_BYTES = 32 * 1024 * 1024
@@ -76,9 +77,7 @@ def _prefixes() -> list[str]:
 
 def head_text(path: Path) -> str:
     """The first 64 KiB of a file's text (gunzipped), for detection."""
-    with path.open("rb") as f:
-        magic = f.read(2)
-    opener = gzip.open if path.suffix == ".gz" or magic == b"\x1f\x8b" else open
+    opener = gzip.open if path.suffix == ".gz" or gzipped(path) else open
     try:
         with opener(path, "rb") as f:
             data = f.read(_HEAD_BYTES)
@@ -87,15 +86,10 @@ def head_text(path: Path) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
-def _compression(path: Path) -> str:
-    with path.open("rb") as f:
-        return "gzip" if f.read(2) == b"\x1f\x8b" else "none"
-
-
 def _not_a_proxy_log(path: Path, head: str) -> None:
     """A proxy log given as metrics (``--metrics`` took a log file): say so, never guess."""
     first = next((ln for ln in head.splitlines() if ln.strip()), "")
-    looks_like_log = any(m in head for m in ("📥 REQUEST: ", "✓ RESPONSE: ", "✗ RESPONSE: "))
+    looks_like_log = any(m in head for m in RECORD_PREFIXES)
     if not looks_like_log and first.lstrip().startswith("{"):
         try:
             doc = json.loads(first)
@@ -143,8 +137,8 @@ def stage_file(con: duckdb.DuckDBPyConnection, path: Path, series: Series,
         return stage_text_stream(con, path, series)
     read = read_metrics_file(path)  # raises InputError with the precise reason
     stage_samples(con, read.samples)
-    intern_labels(con, lambda key: json.loads(key), scrape_target_from_name(path) if read.form in (
-        EXPOSITION, OPENMETRICS) else None, series)
+    intern_labels(con, lambda key: json.loads(key), series, scrape_target_from_name(path) if read.form in (
+        EXPOSITION, OPENMETRICS) else None)
     return read.form, read.notes
 
 
@@ -194,7 +188,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
                   FROM read_csv($path, header = false, skip = 1, columns = $columns, delim = ',', quote = '"',
                                 escape = '"', auto_detect = false, strict_mode = true, compression = $comp))
             WHERE coalesce(m, '') <> '' OR coalesce(t, '') <> ''
-            """, {"path": str(path), "columns": columns, "comp": _compression(path)})
+            """, {"path": str(path), "columns": columns, "comp": "gzip" if gzipped(path) else "none"})
     except duckdb.InterruptException:  # Ctrl-C: never a reason to read the file another way
         raise
     except duckdb.Error:  # unquoted commas in labels, a ragged row: the Python parser decides
@@ -204,7 +198,7 @@ def _stage_csv(con: duckdb.DuckDBPyConnection, path: Path, head: str, series: Se
     if bad:
         return False
     try:
-        intern_labels(con, parse_labels_field, series=series)
+        intern_labels(con, parse_labels_field, series)
     except ValueError:
         return False
     return True
@@ -221,7 +215,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     a kept line that is not a sample is an error naming its line number.
 
     Raises:
-        InputError: a malformed sample line of a kept metric, or no time to give it.
+        InputError: a malformed sample line of a kept metric, or a file DuckDB cannot read as lines.
     """
     con.execute("CREATE OR REPLACE TEMP TABLE _metric_lines (n BIGINT, line VARCHAR)")
     con.execute(f"""
@@ -239,7 +233,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
            OR ((left(line, {_PREFIX}) IN (SELECT unnest($prefixes)) OR starts_with(line, 'up{{')
                 OR starts_with(line, 'up ') OR starts_with(line, ' ') OR starts_with(line, chr(9)))
                AND regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES}))
-        """, {"path": str(path), "comp": _compression(path), "prefixes": _prefixes()})
+        """, {"path": str(path), "comp": "gzip" if gzipped(path) else "none", "prefixes": _prefixes()})
     try:
         openmetrics = con.execute("SELECT count(*) FROM _metric_lines WHERE line = '# EOF'").fetchall()[0][0] > 0
         form = OPENMETRICS if openmetrics else EXPOSITION
@@ -249,11 +243,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
             ORDER BY n LIMIT 1""").fetchall()
         if bad:
             raise InputError(f"{path}: not a valid {form} metrics file: line {bad[0][0]}: not a sample: {bad[0][1][:120]!r}")
-        default_ts = scrape_time_from_name(path)
-        stamp_from = "time in file name"
-        if default_ts is None:
-            default_ts = round(path.stat().st_mtime * US)
-            stamp_from = "file modification time"
+        default_ts, stamp_from = scrape_time(path)
         # 0.0.4 timestamps are milliseconds, OpenMetrics' seconds.
         scale = "1e6" if openmetrics else "1e3"
         con.execute(f"""
@@ -277,7 +267,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     if not staged:
         notes.append(f"{path}: no samples (read as {form})")
     try:
-        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, scrape_target_from_name(path), series)
+        intern_labels(con, lambda key: parse_kv_labels(key) if key else {}, series, scrape_target_from_name(path))
     except ValueError as exc:
         raise InputError(f"{path}: not a valid {form} metrics file: {exc}") from exc
     return form, notes

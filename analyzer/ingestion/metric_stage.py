@@ -32,6 +32,7 @@ import duckdb
 
 from analyzer.core.interrupt import track
 from analyzer.io.metric_samples import KEPT_SPELLINGS, Sample, canonical_name, labels_json, pod_identity, target_of
+from analyzer.store.db import registered
 from analyzer.store.spill import scratch_spill_dir
 
 STAGE = "_metric_stage"
@@ -146,27 +147,22 @@ def stage_samples(scratch: duckdb.DuckDBPyConnection, samples: Iterable[Sample])
         "ts_us": pa.array(cols["ts_us"], pa.int64()),
         "value": pa.array(cols["value"], pa.float64()),
     })
-    scratch.register("_metric_arrow", arrow)
-    try:
+    with registered(scratch, "_metric_arrow", arrow):
         scratch.execute(f"INSERT INTO {STAGE} {STAGE_COLUMNS} SELECT * FROM _metric_arrow")
-    finally:
-        scratch.unregister("_metric_arrow")
     return len(cols["ord"])
 
 
-def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]],
-                  fallback_pod: str | None = None, series: Series | None = None,
-                  keys: list[str] | None = None) -> Series:
+def intern_labels(scratch: duckdb.DuckDBPyConnection, parse: Callable[[str], dict[str, str]], series: Series,
+                  fallback_pod: str | None = None, keys: list[str] | None = None) -> Series:
     """Parse each distinct ``label_key`` of the kept samples once; map it to its series id.
 
     Two spellings of one label set (JSON and ``k=v``) are one series. Returns
-    ``series`` (a new one when None) with the series added. ``keys``: those
+    ``series`` with the series added. ``keys``: those
     distinct keys when the reader knows them already (else the stage is read).
 
     Raises:
         ValueError: (from ``parse``) a label set that does not parse.
     """
-    series = series if series is not None else Series()
     if keys is None:
         keys = [k for (k,) in scratch.execute(
             f"SELECT DISTINCT label_key FROM {STAGE} s JOIN {NAMES} n ON n.spelling = s.metric WHERE s.src IS NULL"
@@ -278,12 +274,12 @@ def series_ids_for(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple
     import pyarrow as pa
 
     cols = list(zip(*wanted))
-    con.register("_metric_series_in", pa.table({
+    table = pa.table({
         "k": pa.array(range(len(wanted)), pa.int32()), "metric": pa.array(cols[0], pa.string()),
         "labels": pa.array(cols[1], pa.string()), "pod": pa.array(cols[2], pa.string()),
         "model_name": pa.array(cols[3], pa.string()), "instance": pa.array(cols[4], pa.string()),
-        "job": pa.array(cols[5], pa.string())}))
-    try:
+        "job": pa.array(cols[5], pa.string())})
+    with registered(con, "_metric_series_in", table):
         found = dict(con.execute("""
             SELECT i.k, min(s.series_id) FROM _metric_series_in i
             JOIN metric_series s ON s.metric = i.metric AND s.pod IS NOT DISTINCT FROM i.pod
@@ -297,8 +293,6 @@ def series_ids_for(con: duckdb.DuckDBPyConnection, wanted: list[tuple]) -> tuple
                 SELECT $first + list_position($missing, k) - 1, metric, pod, model_name, instance, job, labels::JSON
                 FROM _metric_series_in WHERE list_contains($missing, k)""", {"first": first, "missing": missing})
             found.update({k: first + i for i, k in enumerate(missing)})
-    finally:
-        con.unregister("_metric_series_in")
     new = set(missing)
     return [found[k] for k in range(len(wanted))], [k in new for k in range(len(wanted))]
 

@@ -83,7 +83,6 @@ class LineBatch:
         self.nbytes += piece.nbytes
         self.lines += n
         self.input_lines += n if piece.line_nos is None else arrow()[1].count_distinct(piece.line_nos).as_py()
-        self.files[state.file_id] = state
 
     def touch(self, state) -> None:
         """Count a file in the batch without lines (its progress, or its end, is in it)."""

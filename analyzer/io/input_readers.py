@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from analyzer.io.linereader import BLOCK_BYTES, LineBlock, LongLine, arrow, read_lines
+from analyzer.io.linereader import BLOCK_BYTES, BOM, LineBlock, LongLine, arrow, read_lines, split_binary
 from analyzer.io.sources import fingerprint_of
 
 #: Standard input commits what has arrived after this many idle seconds.
@@ -270,7 +270,7 @@ def _read_run(todos: list, cap: int, scratch: list[bytearray]) -> Iterator[list[
             continue
         if f._fingerprint is None:
             f._fingerprint = fingerprint_of(f.size, view[pos:end])
-        start = pos + 3 if buf.startswith(b"\xef\xbb\xbf", pos, end) else pos
+        start = pos + len(BOM) if buf.startswith(BOM, pos, end) else pos
         terminated = end == start or buf[end - 1] == 0x0A
         lines = int(end > start)  # has lines; how many is told by the split below
         if not terminated:
@@ -293,11 +293,8 @@ def _read_run(todos: list, cap: int, scratch: list[bytearray]) -> Iterator[list[
     if not firsts:
         yield out
         return
-    body = pa.py_buffer(data).slice(0, at - 1)  # every file ends with a newline: the last ends the run
-    offsets = pa.array([0, body.size], pa.int64()).buffers()[1]
-    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, body])
-    try:
-        lines_all = pc.split_pattern(whole, b"\n").values.cast(pa.large_string())
+    try:  # (every file ends with a newline: the last ends the run)
+        lines_all = split_binary(memoryview(data)[:at - 1], b"\n").cast(pa.large_string())
     except pa.ArrowInvalid:  # invalid UTF-8 in some file: each is read the usual way (lossy where bad)
         yield [w if w.error else WholeFile(w.todo, fallback=True) for w in out]
         return

@@ -10,7 +10,7 @@ no line one by one. One semantics for every size of file:
 - a UTF-8 byte-order mark at the start is dropped;
 - invalid UTF-8 is decoded with replacement characters (the line is kept, and
   the JSON parser judges it), only in the block where it occurs;
-- a line longer than ``max_line`` bytes (a gzip bomb, a runaway write) is never
+- a line longer than :data:`MAX_LINE_BYTES` (a gzip bomb, a runaway write) is never
   held: it is skipped as it streams past and reported as a :class:`LongLine`
   with its number, length and first bytes, and the lines around it are read.
 
@@ -48,7 +48,8 @@ BLOCK_BYTES = 8 * 1024 * 1024
 #: two stores at once; a longer record can run DuckDB out of memory, and the whole
 #: run with it (docs/log-format.md). Raise both together.
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
-_BOM = b"\xef\xbb\xbf"
+#: The UTF-8 byte-order mark, dropped at the start of an input.
+BOM = b"\xef\xbb\xbf"
 #: How much of a quarantined line is kept: its first characters (a long line's first bytes).
 SNIPPET_CHARS = 200
 #: The quarantine reason of a line that is not a JSON document (the ingest's SQL and
@@ -125,14 +126,18 @@ class LongLine:
 Piece = Union[LineBlock, LongLine]
 
 
-def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
-    """Split a buffer of whole lines into a string array (one copy, in C++); and whether it is exact."""
+def split_binary(body: bytes | bytearray | memoryview, sep: bytes) -> pa.Array:
+    """Split a buffer of whole lines on ``sep`` into a large_binary array (one copy, in C++)."""
     pa, pc = arrow()
     buf = pa.py_buffer(body)
     offsets = pa.array([0, buf.size], pa.int64()).buffers()[1]
     whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
-    lines = pc.split_pattern(whole, sep).values
-    return _decode(lines, sep, has_cr)
+    return pc.split_pattern(whole, sep).values
+
+
+def _split(body: bytes | memoryview, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
+    """Split a buffer of whole lines into a string array; and whether it is exact."""
+    return _decode(split_binary(body, sep), sep, has_cr)
 
 
 def _decode(lines: pa.Array, sep: bytes, has_cr: bool) -> tuple[pa.Array, bool]:
@@ -161,14 +166,14 @@ def _block(first_line: int, split: tuple[pa.Array, bool], end_offset: int, nbyte
     return LineBlock(first_line, lines, end_offset, nbytes, exact, terminated)
 
 
-def _without_long_lines(lines: pa.Array, line_no: int, offset: int, max_line: int) -> Iterator[Piece]:
+def _without_long_lines(lines: pa.Array, line_no: int, offset: int) -> Iterator[Piece]:
     """A block that holds a line over the limit: the lines around it, and the line reported."""
     pa, pc = arrow()
     lengths = pc.binary_length(lines).to_pylist()
     start = 0
     pos = offset
     for i, n in enumerate(lengths):
-        if n > max_line:
+        if n > MAX_LINE_BYTES:
             if i > start:
                 part = lines.slice(start, i - start)
                 nbytes = sum(lengths[start:i]) + (i - start)
@@ -235,7 +240,6 @@ def read_lines(
     first_line: int = 1,
     offset: int = 0,
     block: int = BLOCK_BYTES,
-    max_line: int = MAX_LINE_BYTES,
     sep: bytes | None = None,
     read=None,
 ) -> Iterator[Piece]:
@@ -245,7 +249,6 @@ def read_lines(
         stream: a binary file object positioned at ``offset`` (line ``first_line``).
         first_line, offset: where the stream starts, for a resumed read.
         block: bytes per read; a block holds at most about this many bytes of lines.
-        max_line: lines longer than this are skipped and reported.
         sep: the line separator; sniffed from the first block when None.
         read: a function ``read(n) -> bytes`` to use instead of ``stream.read``
             (standard input returns what has arrived).
@@ -258,9 +261,9 @@ def read_lines(
         if not chunk:
             break
         if at_start:
-            if chunk.startswith(_BOM):
-                chunk = chunk[len(_BOM):]
-                offset += len(_BOM)
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM):]
+                offset += len(BOM)
             if sep is None:
                 sep = sniff_separator(chunk[:65536])
             at_start = False
@@ -281,7 +284,7 @@ def read_lines(
         last = chunk.rfind(sep)
         if last < 0:
             carry += chunk
-            if len(carry) > max_line:
+            if len(carry) > MAX_LINE_BYTES:
                 skipping = LongLine(line_no, len(carry), carry[:SNIPPET_CHARS], 0)
                 offset += len(carry)
                 carry = b""
@@ -301,14 +304,14 @@ def read_lines(
             body = memoryview(chunk)[start:last]
             split = _split(body, sep, has_cr)
             lines = split[0]
-            if len(body) > max_line:
-                yield from _without_long_lines(lines, line_no, offset, max_line)
+            if len(body) > MAX_LINE_BYTES:
+                yield from _without_long_lines(lines, line_no, offset)
             else:
                 yield _block(line_no, split, offset + len(body) + 1, len(body) + 1)
             offset += len(body) + 1
             line_no += len(lines)
         carry = chunk[last + 1:]
-        if len(carry) > max_line:
+        if len(carry) > MAX_LINE_BYTES:
             skipping = LongLine(line_no, len(carry), carry[:SNIPPET_CHARS], 0)
             offset += len(carry)
             carry = b""

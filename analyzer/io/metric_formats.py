@@ -91,7 +91,7 @@ def is_openmetrics(text: str) -> bool:
     return text.rstrip().endswith("# EOF")
 
 
-def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str | None = None) -> Iterator[Sample]:
+def parse_exposition(text: str, *, default_ts_us: int, fallback_pod: str | None = None) -> Iterator[Sample]:
     """Samples of a ``/metrics`` scrape, 0.0.4 or OpenMetrics (told apart by ``# EOF``).
 
     Sample timestamps are milliseconds in 0.0.4 and seconds in OpenMetrics; the
@@ -99,7 +99,7 @@ def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str 
     ``default_ts_us``.
 
     Raises:
-        ValueError: the text does not parse, or a sample has no time and no default.
+        ValueError: the text does not parse.
     """
     if is_openmetrics(text):
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -109,8 +109,6 @@ def parse_exposition(text: str, *, default_ts_us: int | None, fallback_pod: str 
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.timestamp is None:
-                if default_ts_us is None:
-                    raise ValueError(f"sample {s.name} has no timestamp and the scrape time is unknown")
                 ts_us = default_ts_us
             elif hasattr(s.timestamp, "nsec"):  # openmetrics Timestamp: exact seconds + nanoseconds
                 ts_us = s.timestamp.sec * US + s.timestamp.nsec // 1000
@@ -134,6 +132,15 @@ def scrape_time_from_name(path: Path) -> int | None:
     if m:
         return to_epoch_us(int(m.group(1)))
     return None
+
+
+def scrape_time(path: Path) -> tuple[int, str]:
+    """The time of a scrape's samples that carry none (epoch microseconds), and what it was taken from:
+    the time in the file name, else the file's modification time."""
+    ts_us = scrape_time_from_name(path)
+    if ts_us is None:
+        return round(path.stat().st_mtime * US), "file modification time"
+    return ts_us, "time in file name"
 
 
 def scrape_target_from_name(path: Path) -> str | None:
@@ -242,6 +249,12 @@ def detect_form(text: str, name: str = "") -> str:
     return OPENMETRICS if is_openmetrics(text) else EXPOSITION
 
 
+def gzipped(path: Path) -> bool:
+    """Whether a file starts with gzip's magic bytes."""
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def read_text(path: Path) -> str:
     """A file's text, transparently gunzipped when it ends in ``.gz``."""
     data = path.read_bytes()
@@ -267,12 +280,7 @@ def read_metrics_file(path: str | Path) -> FileRead:
         if form == CSV:
             samples = list(parse_csv(text))
         else:
-            default_ts = scrape_time_from_name(p)
-            if default_ts is None:
-                default_ts = round(p.stat().st_mtime * US)
-                stamp_from = "file modification time"
-            else:
-                stamp_from = "time in file name"
+            default_ts, stamp_from = scrape_time(p)
             fallback_pod = scrape_target_from_name(p)
             samples = list(parse_exposition(text, default_ts_us=default_ts, fallback_pod=fallback_pod))
             if any(s.ts_us == default_ts for s in samples):

@@ -21,11 +21,6 @@ KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
 #: Finished requests per ``finished_reason`` (stop, length, abort, ...).
 REQUEST_SUCCESS = "vllm:request_success_total"
 
-#: What the wedge, down and sleep rules read.
-RULE_METRICS = (UP, GENERATION_TOKENS, REQUESTS_RUNNING, REQUESTS_WAITING, SLEEP_STATE)
-#: What only corroborates a wedged window in the report.
-EVIDENCE_METRICS = (KV_CACHE_USAGE, REQUEST_SUCCESS)
-
 #: Demand gauges: a value above 0 means requests are in the engine.
 DEMAND_METRICS = (REQUESTS_RUNNING, REQUESTS_WAITING)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.errors import InputError
+from analyzer.io.linereader import BOM, sniff_separator
 from analyzer.io.litellm_records import PAYLOAD_KEYS
 from analyzer.io.objectstore import sync_for_ingest
 
@@ -48,7 +49,6 @@ _SKIP_NAMES = {".DS_Store"}
 _TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out", ".csv", ".prom"}
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
-_BOM = b"\xef\xbb\xbf"
 # The mirror's derived tiers (per-turn and per-session views): not records.
 _DERIVED_TIERS = ("sessions", "session-rollup")
 # Prometheus: a query/query_range JSON document, or the text exposition format.
@@ -129,8 +129,7 @@ class SourceFile:
         """A hash of the size and the content: whole up to 1 MiB, else sampled (:func:`fingerprint_of`)."""
         if self._fingerprint is None:
             try:
-                with open(self.path, "rb") as f:
-                    self._fingerprint = _fingerprint(f, self.size)
+                self._fingerprint = file_fingerprint(self.path, self.size)
             except OSError as exc:
                 raise FormError(self.path, f"cannot read: {exc.strerror or exc}") from exc
         return self._fingerprint
@@ -162,23 +161,18 @@ def _fp_spans(size: int) -> list[tuple[int, int]]:
     return [(0, _PEEK), *middle, (size - _PEEK, _PEEK)]
 
 
-def _fingerprint(f, size: int) -> str:
-    h = hashlib.sha256(str(size).encode())
-    for offset, length in _fp_spans(size):
-        f.seek(offset)
-        h.update(f.read(length))
-    return _FP_MARK + h.hexdigest()
-
-
-def file_fingerprint(path: str | os.PathLike, size: int | None = None) -> str:
-    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size, taken when not given).
+def file_fingerprint(path: str | os.PathLike, size: int) -> str:
+    """:meth:`SourceFile.fingerprint` of the file at ``path`` (``size``: its stat size).
 
     Raises:
         OSError: the file cannot be read.
     """
-    size = os.stat(path).st_size if size is None else size
+    h = hashlib.sha256(str(size).encode())
     with open(path, "rb") as f:
-        return _fingerprint(f, size)
+        for offset, length in _fp_spans(size):
+            f.seek(offset)
+            h.update(f.read(length))
+    return _FP_MARK + h.hexdigest()
 
 
 def fingerprint_of(size: int, data: bytes | memoryview) -> str:
@@ -225,9 +219,9 @@ def detect_text_form(path: str, head: bytes) -> tuple[str, bytes]:
     Raises:
         FormError: the input is not a proxy log or a metric file.
     """
-    if head.startswith(_BOM):
-        head = head[len(_BOM):]
-    sep = b"\r" if b"\n" not in head and b"\r" in head else b"\n"
+    if head.startswith(BOM):
+        head = head[len(BOM):]
+    sep = sniff_separator(head)
     # The common cases, told from bytes (a folder of 10,000 chunks asks this 10,000 times).
     if _has_record_prefix(head):
         return KUBECTL, sep
@@ -289,19 +283,6 @@ def is_litellm_head(head: bytes, sep: bytes = b"\n") -> bool:
             break
         pos = end + 1
     return False
-
-
-def detect_form(path: Path, head: bytes | None = None) -> str:
-    """Tell a file's form from its first bytes (read when ``head`` is None).
-
-    Raises:
-        FormError: the file is not a proxy log in any supported form.
-    """
-    st = os.stat(path)
-    f = SourceFile(path=str(path), size=st.st_size, mtime=st.st_mtime)
-    if head is not None:
-        return f._detect(head)
-    return f.form
 
 
 @dataclass
@@ -418,7 +399,7 @@ def stdin_source() -> SourceFile:
     return f
 
 
-def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) -> Discovered:
+def discover_inputs(inputs: list[str]) -> Discovered:
     """Expand files, directories (recursively), globs and ``-`` into input files, in order.
 
     A FIFO, socket or device among the inputs is skipped with a note; named with
@@ -428,9 +409,6 @@ def discover_inputs(inputs: list[str], files: list[SourceFile] | None = None) ->
         InputError: an argument matches nothing at all, or the inputs are only FIFOs or devices.
     """
     out = Discovered()
-    if files is not None:
-        out.files = list(files)
-        return out
     seen: set[str] = set()
     odd: list[tuple[str, str]] = []  # (path, kind) of the FIFOs, sockets and devices named
     for arg in inputs:

@@ -56,6 +56,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, data) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``data`` (an Arrow table or stream) readable as the view ``name`` of ``con`` for the block."""
+    con.register(name, data)
+    try:
+        yield con
+    finally:
+        con.unregister(name)
+
+
 #: DuckDB's memory bound ($ANALYZER_MEMORY_LIMIT): with the Arrow batch being
 #: stored beside it, a week's ingest stays well under 1 GB of peak RSS.
 MEMORY_LIMIT = os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")
@@ -250,9 +260,17 @@ def _open_attached(target: str, config: dict, row_group_rows: int) -> duckdb.Duc
     return con
 
 
-def set_spill_dir(con: duckdb.DuckDBPyConnection, target: str | None) -> None:
-    """Have ``con`` spill into a folder of this run's own (:mod:`analyzer.store.spill`): beside the
+def set_session(con: duckdb.DuckDBPyConnection, target: str | None) -> None:
+    """The settings of every connection to a database or a lake: UTC, no progress bar of DuckDB's, the
+    memory bound, and a spill folder of this run's own (:mod:`analyzer.store.spill`): beside the
     database file ``target``, or in the temporary folder for an in-memory database (``None``)."""
+    con.execute("SET TimeZone = 'UTC'")
+    # DuckDB draws its own progress bar on long queries; the analyzer shows its
+    # own on a terminal only, and nothing when piped.
+    con.execute("SET enable_progress_bar = false")
+    # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
+    # well under the memory target and makes large joins spill to disk instead.
+    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
     folder = scratch_spill_dir() if target is None else database_spill_dir(target)
     try:
         con.execute("SET temp_directory = ?", [folder])
@@ -327,14 +345,7 @@ def connect(path: str | Path | None = None, *, read_only: bool = False,
     try:
         if target != ":memory:":
             check_ours(con, target)
-        con.execute("SET TimeZone = 'UTC'")
-        # DuckDB draws its own progress bar on long queries; the analyzer shows its
-        # own on a terminal only, and nothing when piped.
-        con.execute("SET enable_progress_bar = false")
-        # DuckDB would use up to 80% of RAM as cache; a bound keeps a week's ingest
-        # well under the memory target and makes large joins spill to disk instead.
-        con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
-        set_spill_dir(con, None if target == ":memory:" else target)
+        set_session(con, None if target == ":memory:" else target)
         for name, value in (settings or {}).items():  # in order: lock_configuration comes last
             con.execute(f"SET {name} = ?", [value])
     except BaseException:

@@ -29,7 +29,7 @@ import duckdb
 
 from analyzer.core.interrupt import track
 from analyzer.store.catalog import create_views
-from analyzer.store.db import MEMORY_LIMIT, NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_spill_dir
+from analyzer.store.db import NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_session
 from analyzer.store.lake_files import PARTITION, LakeError, verify_relation
 from analyzer.store.migrations import schema_name
 
@@ -213,11 +213,7 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
     con = duckdb.connect(config=dict(NO_NETWORK_CONFIG))
     track(con)  # Ctrl-C or SIGTERM stops a long question at once, as on a database
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET enable_progress_bar = false")
-        # The bound a database has (not DuckDB's 80% of RAM), and spills into this run's own folder.
-        con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
-        set_spill_dir(con, None)
+        set_session(con, None)  # a database's settings: the memory bound, this run's own spill folder
         for table, entry in doc["tables"].items():
             columns = ", ".join(
                 f'CAST("{c}" AS JSON) AS "{c}"' if c in entry.get("json_columns", ()) else f'"{c}"'

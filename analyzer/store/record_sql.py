@@ -94,10 +94,9 @@ LOG_TIME_SQL = f"(ts >= TIMESTAMP '{LOG_TIME_MIN}' AND ts < TIMESTAMP '{LOG_TIME
 # `--timestamps` stamp, then the record prefix.
 _POD_PREFIX_RE = r"(?:\[pod/([^/\] ]+)/[^\] ]*\] |([a-z0-9][-a-z0-9.]*) ([a-z0-9][-a-z0-9]*) )"
 _STAMP_RE = r"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d) )"
-_STDOUT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:📥 REQUEST|✓ RESPONSE|✗ RESPONSE): "
-#: The same, for an engine that judges lines without this SQL (analyzer.questions.spark.raw_records):
+#: Read by this SQL and by an engine that judges lines without it (analyzer.questions.spark.raw_records):
 #: group 1 is the pod of a kubectl prefix, group 2 the pod of a stern one.
-STDOUT_PREFIX_RE = _STDOUT_PREFIX_RE
+STDOUT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:📥 REQUEST|✓ RESPONSE|✗ RESPONSE): "
 # The same prefixes before one of the proxy's own warning lines (for
 # proxy_events): they all start with one of these marks.
 _EVENT_PREFIX_RE = rf"^{_POD_PREFIX_RE}?{_STAMP_RE}?(?:⚠️|🧹|🚨|ℹ️)"
@@ -179,7 +178,7 @@ def _judged(source: str) -> str:
     return f"""
 WITH cut AS (
     SELECT file_id, line_no, line, file_pod,
-           CASE WHEN from_stdout THEN regexp_extract(line, '{_STDOUT_PREFIX_RE}') ELSE '' END AS pfx,
+           CASE WHEN from_stdout THEN regexp_extract(line, '{STDOUT_PREFIX_RE}') ELSE '' END AS pfx,
            from_stdout
     FROM {source}
 ),
