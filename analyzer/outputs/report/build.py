@@ -72,9 +72,10 @@ from analyzer.outputs.report.context import (
     TopSessionsSection,
     TurnRow,
 )
+from analyzer.outputs.rows import records
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
-from analyzer.store.asking import ask, execute
+from analyzer.store.asking import ask
 
 #: How many rows a breakdown shows, sessions the top list shows, turns per session.
 BREAKDOWN_LIMIT = 12
@@ -192,13 +193,6 @@ def _bounds(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime |
 def _scope(p: dict[str, Any], *, models: bool = True) -> dict[str, Any]:
     """The question parameters of the report's scope: the period, and the focus models."""
     return {"since": p["since"], "until": p["until"], **({"models": p.get("models")} if models else {})}
-
-
-def _records(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a question as dicts (for the questions with many columns)."""
-    cur = execute(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
 def _rate(k: int, n: int) -> float:
@@ -454,7 +448,7 @@ def _length_budget(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> LengthB
     failures = [(r["completion_tokens"], r["reasoning_chars"] or 0,
                  r["max_tokens"] if r["max_tokens"] is not None else r["completion_tokens"],
                  r["max_tokens"] is not None, r["request_id"], r["ts"], r["evidence"])
-                for r in _records(con, "length_no_content", _scope(p))]
+                for r in records(con, "length_no_content", _scope(p))]
     thinking, answered, completion_p50, completion_p95, answer_p95 = next(
         iter(ask(con, "thinking_answers", _scope(p))), (0, 0, None, None, None))
     answer_p95 = int(answer_p95) if answer_p95 is not None else None
