@@ -20,7 +20,6 @@ import duckdb
 
 from analyzer import __version__
 from analyzer.classification.turns import ensure_turns
-from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
 from analyzer.core.paths import shown_path
@@ -204,6 +203,11 @@ def _wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, floa
     return wilson(con, k, n) or (0.0, 0.0)
 
 
+def _at(value: str) -> datetime:
+    """A time of the summary (ISO 8601 with `Z`) as naive UTC."""
+    return datetime.fromisoformat(value.removesuffix("Z"))
+
+
 def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
     return shorten(scrub(value), limit) if value else None
 
@@ -258,20 +262,19 @@ def _headline(focus: str, models: list[str], period: Period, current: dict, prev
     )
 
 
-def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindow]:
-    """The wedged and down windows overlapping the period, each failure counted in one window
-    (as the summary's episode table counts them), with the wedged windows' corroboration."""
+def _windows(summary_all: dict[str, Any]) -> list[PodWindow]:
+    """The wedged and down windows overlapping the period, from the summary's episodes (every
+    model): each failure counted in one window, with the wedged windows' corroboration."""
     out = []
-    for e in wedged_episodes(con, since=p["since"], until=p["until"]):
+    for e in summary_all["metrics"]["episodes"]:
         if e["kind"] not in ("wedged", "down"):
             continue  # sleeping engines are not failures of the pod
-        start, end = (datetime.fromisoformat(e[k].removesuffix("Z")) for k in ("start", "end"))
+        start, end = _at(e["start"]), _at(e["end"])
         out.append(PodWindow(
             pod=scrub(e["pod"]) or "", model_name=scrub(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
             corroboration=scrub((e.get("corroboration") or {}).get("text")),
-            alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None,
-            inferred=bool(e.get("inferred"))))
+            alert_at=_at(e["alert_at"]) if e.get("alert_at") else None, inferred=bool(e.get("inferred"))))
     return out
 
 
@@ -540,11 +543,6 @@ def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessi
 ONCALL_ERROR_GROUPS = 15
 
 
-def _at(value: str) -> datetime:
-    """A time of the on-call block (ISO 8601 with `Z`) as naive UTC."""
-    return datetime.fromisoformat(value.removesuffix("Z"))
-
-
 def _oncall(block: dict[str, Any]) -> OnCallSection:
     """The on-call section from the summary's ``oncall`` block (all models; log text already redacted)."""
     groups = [g for i, g in enumerate(block["error_groups"]) if i < ONCALL_ERROR_GROUPS or g["engine_crash"]]
@@ -706,7 +704,7 @@ def build_context(
     summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since,
                                  with_oncall=False, refresh=False)
     summary_all = build_summary(con, since=period.since, until=period.until, refresh=False)
-    windows = _windows(con, p)
+    windows = _windows(summary_all)
     focus_metric_models = {scrub(m) for (m,) in ask(con, "metric_models", _scope(p))}
     metrics_note = summary_all["metrics"]["note"]
     generated_at = generated_at or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
