@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
@@ -35,15 +35,23 @@ from analyzer.jobs.report import ReportOptions, make_report
 from analyzer.jobs.sql import run_sql
 from analyzer.core.errors import AnalyzerError, ExitCode
 
+# How `analyze` and its groups parse and print help (the same for every group).
+_TYPER = dict(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None, no_args_is_help=True,
+              context_settings={"help_option_names": ["-h", "--help"]})
+
 app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    **_TYPER,
     help="Log analytics and incident classification for LLM proxies fronting GLM on vLLM.\n\n"
     "`analyze FILES...` ingests proxy logs into DuckDB, classifies every turn and prints the sizing.",
 )
+
+
+def _show(report: Any, json_out: bool, printer: Callable[[Any], None]) -> None:
+    """A command's report: its ``to_dict()`` as JSON with ``--json``, else ``printer(report)`` for a person."""
+    if json_out:
+        print_json(report.to_dict())
+    else:
+        printer(report)
 
 
 def _print_version(value: bool) -> None:
@@ -139,10 +147,7 @@ def export_cmd(
 
     with naming(out_dir="--lake"):
         report = run_export(ExportOptions(lake=lake, db=db))
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        print_lake_report(report)
+    _show(report, json_out, print_lake_report)
 
 
 @app.command("sync", short_help="Mirror the proxy's S3 bucket locally: only new or changed objects.")
@@ -156,10 +161,7 @@ def sync_cmd(
     """Mirror the proxy's S3 bucket into the local cache (only new or changed objects)."""
 
     report = sync(url, profile=s3_profile, endpoint_url=s3_endpoint, cache_dir=cache)
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        print(report.describe())
+    _show(report, json_out, lambda r: print(r.describe()))
 
 
 @app.command("report", short_help="Render the weekly HTML report: one self-contained file.")
@@ -228,10 +230,7 @@ def forget_cmd(
 
     with naming(since="--since", until="--until"):
         report = run_forget(ForgetOptions(paths=tuple(paths or ()), since=since, until=until, dry_run=dry_run, db=db))
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        print_forget_report(report)
+    _show(report, json_out, print_forget_report)
 
 
 @app.command("alerts", short_help="Write the wedge rule as Prometheus alerting rules (and tests).")
@@ -261,11 +260,7 @@ def alerts_cmd(
 
 
 lake_app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    **_TYPER,
     help="Parquet lakes past one machine: `analyze lake build` writes one from raw logs on Spark.",
 )
 app.add_typer(lake_app, name="lake")
@@ -296,10 +291,7 @@ def lake_build_cmd(
                                 model_map=tuple(model_map or ()), caller_deadline_s=caller_deadline)
         announce_lake_build(opts)
         report = build_lake_job(opts)
-    if json_out:
-        print_json(report.to_dict())
-    else:
-        print_lake_build_report(report)
+    _show(report, json_out, print_lake_build_report)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -161,27 +161,20 @@ def run_main_job(opts: RunOptions, view: JobView = JobView()) -> tuple[dict, Ing
     Raises:
         AnalyzerError: a bad option (usage); InputError: every input skipped.
     """
-    since_dt, until_dt, requested_w, deadline_s = opts.since_dt, opts.until_dt, opts.wedge_window_s, opts.deadline_s
     if opts.metrics:  # a missing metrics path, or a log given as metrics, fails before any work
         check_metric_paths(list(opts.metrics))
     sources = discover_inputs(list(opts.files))  # a missing input fails before a database is created
     con = connect_writer(opts.db)
     try:
-        return _job(con, sources, opts, since_dt=since_dt, until_dt=until_dt, requested_w=requested_w,
-                    deadline_s=deadline_s, view=view)
+        return _job(con, sources, opts, view)
     finally:
         con.close()
 
 
-def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requested_w, deadline_s,
-         view: JobView) -> tuple[dict, IngestReport]:
-    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report).
-
-    ``since_dt``/``until_dt``, ``requested_w`` and ``deadline_s`` are ``opts``'
-    values already checked.
-    """
+def _job(con, sources: Discovered, opts: RunOptions, view: JobView) -> tuple[dict, IngestReport]:
+    """Ingest, load metrics, classify and summarize on ``con``: (summary, ingest report)."""
     before = holdings(con)
-    stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
+    stored_w, one_off_w = plan_wedge_window(con, opts.wedge_window_s, opts.save_wedge_window)
     with view.ingesting() as progress:
         report = ingest(con, sources, strict=opts.strict, progress=progress)
     view.ingested(report)
@@ -189,8 +182,9 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     metrics = list(opts.metrics) + report.metric_files  # with Prometheus exports passed among the logs
     with view.loading_metrics() as mprogress:
         metric_loads = load_run_metrics(con, report, metrics, opts.prometheus, list(opts.model_map), stored_w,
-                                        since_dt, until_dt, force=opts.save_wedge_window,
-                                        selector=opts.prometheus_selector, deadline_s=deadline_s, progress=mprogress)
+                                        opts.since_dt, opts.until_dt, force=opts.save_wedge_window,
+                                        selector=opts.prometheus_selector, deadline_s=opts.deadline_s,
+                                        progress=mprogress)
     for load in metric_loads:
         for warning in load.warnings:
             view.warn(warning)
@@ -198,8 +192,8 @@ def _job(con, sources: Discovered, opts: RunOptions, *, since_dt, until_dt, requ
     # Every file known and unchanged (none read), no metrics loaded, no windows
     # stored: what the database holds is what it held before the run.
     unchanged = report.files_unchanged == report.files_seen and not metric_loads and not opts.save_wedge_window
-    summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt, until=until_dt,
-                               one_off_wedge_s=one_off_w, database=before if unchanged else None,
+    summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=opts.since_dt,
+                               until=opts.until_dt, one_off_wedge_s=one_off_w, database=before if unchanged else None,
                                records_signature=classified.records_signature)
     summary["ingest"] = report.to_dict()
     summary["metrics"]["loads"] = [m.to_dict() for m in metric_loads]
@@ -231,7 +225,6 @@ def summary_of_database(opts: RunOptions) -> dict:
     Raises:
         AnalyzerError: (usage) no database there, or one with no records.
     """
-    since_dt, until_dt, requested_w = opts.since_dt, opts.until_dt, opts.wedge_window_s
     target = Path(opts.db) if opts.db is not None else default_db_path()
     if not target.exists():
         raise AnalyzerError(f"give log files to ingest (analyze FILES...), or --db of a database that holds "
@@ -241,13 +234,13 @@ def summary_of_database(opts: RunOptions) -> dict:
         if not con.execute("SELECT count(*) FROM records").fetchall()[0][0]:
             raise AnalyzerError(f"the database {target} holds no records: give log files to ingest "
                                 "(analyze FILES... --db ...)", ExitCode.USAGE)
-        stored_w, one_off_w = plan_wedge_window(con, requested_w, opts.save_wedge_window)
+        stored_w, one_off_w = plan_wedge_window(con, opts.wedge_window_s, opts.save_wedge_window)
         if opts.save_wedge_window and con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0]:
             recompute_windows(con, stored_w)
             store_wedge_window(con, stored_w)
         classified = refresh_turns(con)
-        summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=since_dt,
-                                   until=until_dt, one_off_wedge_s=one_off_w,
+        summary = summarize_stored(con, model_patterns=list(opts.model_patterns) or None, since=opts.since_dt,
+                                   until=opts.until_dt, one_off_wedge_s=one_off_w,
                                    records_signature=classified.records_signature)
         summary["next"] = next_steps(None if opts.db is None else str(opts.db))
         return summary

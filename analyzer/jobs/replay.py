@@ -70,6 +70,7 @@ import hashlib
 import json
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -428,17 +429,12 @@ def endpoint_url(endpoint: str) -> str:
     """
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise AnalyzerError(f"endpoint must be an http(s) URL, got {public_endpoint(endpoint)!r}", ExitCode.USAGE,
+        raise AnalyzerError(f"endpoint must be an http(s) URL, got {public_url(endpoint)!r}", ExitCode.USAGE,
                             param="endpoint")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path = (path or "/v1") + "/chat/completions"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def public_endpoint(url: str) -> str:
-    """``url`` without user info, query or fragment: safe to print and store."""
-    return public_url(url)
 
 
 @dataclass
@@ -492,17 +488,10 @@ class ReplayReport:
             "skipped": [_skipped_dict(s) for s in self.plan.skipped],
             "not_captured": self.plan.not_captured,
             "per_rung": self.per_rung(),
-            "outcomes": _count(o.outcome for o in self.outcomes),
+            "outcomes": dict(Counter(o.outcome for o in self.outcomes)),
             "stored_attempts": self.stored_attempts,
             "not_recovered_from_logs": list(NOT_RECOVERED),
         }
-
-
-def _count(items: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return out
 
 
 def _skipped_dict(s: SkippedTurn) -> dict[str, Any]:
@@ -590,7 +579,7 @@ async def areplay(
     if concurrency < 1:
         raise AnalyzerError("concurrency must be at least 1", ExitCode.USAGE, param="concurrency")
     url = endpoint_url(endpoint)
-    public = public_endpoint(url)
+    public = public_url(url)
     if api_key:
         check_api_key(api_key)  # before it goes near a header
     scrub = scrubber(api_key)
@@ -670,7 +659,7 @@ def _transport_outcome(turn: ReplayTurn, exc: BaseException, latency_ms: int, sc
 def dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
     """What a dry run would send: per turn the payload and each rung's shape (what ``--json`` prints)."""
     return {
-        "endpoint": public_endpoint(url) if url else None,
+        "endpoint": public_url(url) if url else None,
         "dry_run": True,
         "rungs": list(plan.rungs),
         "turns": [{
@@ -687,7 +676,7 @@ def dry_run_doc(plan: ReplayPlan, url: str | None) -> dict[str, Any]:
 
 def nothing_replayed_doc(plan: ReplayPlan, url: str) -> dict[str, Any]:
     """The report of a replay with no eligible turn (the shape of :meth:`ReplayReport.to_dict`)."""
-    return {"endpoint": public_endpoint(url), "dry_run": False, "turns": [],
+    return {"endpoint": public_url(url), "dry_run": False, "turns": [],
             "skipped": [_skipped_dict(s) for s in plan.skipped], "not_captured": plan.not_captured,
             "per_rung": [], "outcomes": {}, "stored_attempts": 0, "not_recovered_from_logs": list(NOT_RECOVERED)}
 

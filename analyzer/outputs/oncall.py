@@ -27,7 +27,7 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import iso_utc as _iso
 from analyzer.core.scrub import scrub
 from analyzer.online import CLASSES
-from analyzer.store.asking import execute
+from analyzer.outputs.rows import records
 
 #: Two 429s of one provider and model at most this far apart are one burst.
 BURST_GAP_S = 300
@@ -37,13 +37,6 @@ BURST_MIN_TURNS = 2
 INCIDENT_MIN_CALLS = 3
 #: Error groups kept in the block (the most frequent; engine crashes always).
 ERROR_GROUPS = 20
-
-
-def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run a question of queries/ (the same path as ``analyze sql NAME``) as a list of dicts."""
-    cur = execute(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
 def _num(value: Any) -> Any:
@@ -103,7 +96,7 @@ def build_oncall(
          "p50_ms": _num(r["p50_latency_ms"]), "p95_ms": _num(r["p95_latency_ms"]),
          "p99_ms": _num(r["p99_latency_ms"]), "max_ms": _num(r["max_latency_ms"]),
          "p50_ok_ms": _num(r["p50_ok_latency_ms"])}
-        for r in _rows(con, "latency_by_model", scope)
+        for r in records(con, "latency_by_model", scope)
     ]
     tokens = [
         {"model": _clean(r["model"]), "providers": _clean(r["providers"]), "turns": r["turns"],
@@ -112,22 +105,22 @@ def build_oncall(
          "total_tokens": int(r["total_tokens"]), "mean_prompt_tokens": _num(r["mean_prompt_tokens"]),
          "mean_completion_tokens": _num(r["mean_completion_tokens"]),
          "p95_completion_tokens": _num(r["p95_completion_tokens"])}
-        for r in _rows(con, "tokens_by_model", scope)
+        for r in records(con, "tokens_by_model", scope)
     ]
     bursts = [
         {"provider": _clean(r["provider"]), "model": _clean(r["model"]), "start": _iso(r["start_ts"]),
          "end": _iso(r["end_ts"]), "duration_s": r["duration_s"], "rate_limited_turns": r["rate_limited_turns"],
          "calls_in_window": r["calls_in_window"], "ok_in_window": r["ok_in_window"], "sessions": r["sessions"]}
-        for r in _rows(con, "rate_limit_bursts", {**scope, "gap_s": burst_gap_s, "min_turns": burst_min_turns})
+        for r in records(con, "rate_limit_bursts", {**scope, "gap_s": burst_gap_s, "min_turns": burst_min_turns})
     ]
     incidents = [
         {"incident": _clean(r["incident"]), "scope": r["scope"], "provider": _clean(r["provider"]),
          "model": _clean(r["model"]), "models": _clean(r["models"]), "calls": r["calls"],
          "failed_calls": r["failed_calls"], "symptom": r["symptom"], "symptom_calls": r["symptom_calls"],
          "first": _iso(r["first_ts"]), "last": _iso(r["last_ts"])}
-        for r in _rows(con, "provider_incidents", {**scope, "min_calls": incident_min_calls})
+        for r in records(con, "provider_incidents", {**scope, "min_calls": incident_min_calls})
     ]
-    groups = _rows(con, "error_groups", scope)
+    groups = records(con, "error_groups", scope)
     # Crashes sort first in the question, so the cut keeps every one of them.
     keep = [g for i, g in enumerate(groups) if i < error_groups or g["engine_crash"]]
     return {

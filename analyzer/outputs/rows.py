@@ -1,4 +1,5 @@
-"""Rows of a question as an aligned table, CSV or JSON: ``analyze sql --format``.
+"""Rows of a question as an aligned table, CSV or JSON: ``analyze sql --format``; or as dicts
+(:func:`records`, for the summary's and the report's questions with many columns).
 
 Log text is untrusted: a table escapes control characters, CSV on a terminal
 does too, and JSON escapes C1 controls and bidi characters as well as C0.
@@ -14,14 +15,23 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import IO, Any, Iterable, Sequence
 
+import duckdb
+
 # Stored timestamps are naive UTC (the proxy writes `Z`): the output says so, as the summary's JSON does.
 from analyzer.core.isotime import iso_utc as _iso
 from analyzer.core.safetext import printable
-from analyzer.store.asking import RELATIONS
+from analyzer.store.asking import RELATIONS, execute
 from analyzer.store.catalog import load_queries
 
 FORMATS = ("table", "csv", "json")
 TABLE_CELL_CHARS = 80
+
+
+def records(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run a question of queries/ (the same path as ``analyze sql NAME``) as a list of dicts, one per row."""
+    cur = execute(con, name, params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
 def _round_float(v: float) -> float:

@@ -11,6 +11,7 @@ from analyzer.classification.turns import ensure_turns
 from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.focus import is_glm, like_match
+from analyzer.core.isotime import iso_utc
 from analyzer.core.safetext import terminal_text
 from analyzer.online import CLASSES
 from analyzer.outputs.deployment import deployment_findings
@@ -127,15 +128,8 @@ def build_summary(
     sizing = build_sizing(con, scope)
     episodes = wedged_episodes(con, models=models, since=since, until=until) if n_windows else []
     summary = {
-        "time_range": {
-            "first": first.isoformat() + "Z" if first else None,
-            "last": last.isoformat() + "Z" if last else None,
-        },
-        "filters": {
-            "models": models or None,
-            "since": since.isoformat() + "Z" if since else None,
-            "until": until.isoformat() + "Z" if until else None,
-        },
+        "time_range": {"first": iso_utc(first), "last": iso_utc(last)},
+        "filters": {"models": models or None, "since": iso_utc(since), "until": iso_utc(until)},
         "turns": turns,
         "sessions": sessions,
         "classes": {c: {"count": n, "rate": round(n / turns, 4) if turns else 0.0} for c, n in totals.items() if n},
@@ -154,7 +148,7 @@ def build_summary(
         "quarantine_samples": samples,
         "sizing": sizing,
         "deployment": deployment_findings(con, scope, episodes),
-        "oncall": oncall_summary(con, models=models, since=since, until=until) if with_oncall else None,
+        "oncall": build_oncall(con, models=models, since=since, until=until) if with_oncall else None,
         "skipped_files": skipped_files_summary(con),
         "lost_records": lost_records_summary(con, since=since, until=until),
         "slow_completions": slow_completions_summary(con, models=models, since=since, until=until),
@@ -196,7 +190,7 @@ def skipped_files_summary(con: duckdb.DuckDBPyConnection, *, limit: int = 5) -> 
     """
     kept = next(iter(ask(con, "skipped_files_kept")), (0,))[0]
     latest = [
-        {"path": p, "reason": r, "seen_at": t.isoformat() + "Z" if t else None}
+        {"path": p, "reason": r, "seen_at": iso_utc(t)}
         for p, r, t in ask(con, "skipped_files_latest", {"limit": limit})
     ]
     return {"kept": kept, "latest": latest}
@@ -289,18 +283,3 @@ def replicas_summary(
         rows.append({"proxy_pod": pod, "turns": n, "failed": f, "failure_rate": round(f / n, 4) if n else 0.0,
                      "slow_warnings": slow, "lost_records": lost})
     return rows
-
-
-# ---------------------------------------------------------------------------
-# What on-call people look for (the summary's `oncall` block; analyzer.outputs.oncall)
-
-
-def oncall_summary(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    models: list[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> dict[str, Any]:
-    """The summary's ``oncall`` block: :func:`analyzer.outputs.oncall.build_oncall` with the summary's filters."""
-    return build_oncall(con, models=models, since=since, until=until)

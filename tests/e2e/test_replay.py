@@ -31,7 +31,8 @@ from analyzer.store.db import connect
 from analyzer.core.errors import ExitCode
 from analyzer.ingestion.logs import ingest
 from analyzer.online import DEFAULT_RUNGS
-from analyzer.jobs.replay import RateLimiter, endpoint_url, public_endpoint
+from analyzer.core.urls import public_url
+from analyzer.jobs.replay import RateLimiter, endpoint_url
 from analyzer.classification.turns import refresh_turns
 from tests.support.records import NAKED_500, at, request, response_error, response_ok, stamp, write_jsonl
 from tools.faulty_upstream import (
@@ -468,7 +469,7 @@ def test_endpoint_urls_and_what_is_stored_of_them():
     assert endpoint_url("http://h:8000") == "http://h:8000/v1/chat/completions"
     assert endpoint_url("http://h:8000/v1/") == "http://h:8000/v1/chat/completions"
     assert endpoint_url("https://gw.example/openai/v1/chat/completions") == "https://gw.example/openai/v1/chat/completions"
-    assert public_endpoint("https://u:secret@gw.example:8443/v1/chat/completions?key=k#x") == \
+    assert public_url("https://u:secret@gw.example:8443/v1/chat/completions?key=k#x") == \
         "https://gw.example:8443/v1/chat/completions"
     from analyzer.core.errors import AnalyzerError
 

@@ -191,15 +191,10 @@ def safe_text(value: Any, limit: int | None = None) -> str:
 
 
 
-def json_text(doc: Any) -> str:
-    """``--json``'s text of ``doc``: indented, times and the like as text, a newline at the end;
-    every string scrubbed of credentials (:func:`analyzer.core.scrub.scrub_strings`)."""
-    return json.dumps(scrub_strings(doc), indent=2, default=str) + "\n"
-
-
 def print_json(doc: Any) -> None:
-    """``--json``: the document on stdout (:func:`json_text`)."""
-    sys.stdout.write(json_text(doc))
+    """``--json``: the document on stdout, indented, times and the like as text, a newline at the end;
+    every string scrubbed of credentials (:func:`analyzer.core.scrub.scrub_strings`)."""
+    sys.stdout.write(json.dumps(scrub_strings(doc), indent=2, default=str) + "\n")
 
 
 def warn(text: str) -> None:

@@ -25,60 +25,42 @@ def print_ingest_diagnostics(report: "IngestReport") -> None:
 
 
 @contextmanager
-def byte_progress(description: str, enabled: bool) -> Iterator:
-    """A rich progress bar over bytes on stderr, or a no-op when not on a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+def progress_bar(description: str, enabled: bool, *, steps: bool = False) -> Iterator[Callable | None]:
+    """A rich progress bar on stderr, or None when not ``enabled`` (off a terminal, or ``--json``).
 
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-@contextmanager
-def metrics_progress(enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None] | None]:
-    """A rich progress bar on stderr yielding ``progress(done, total, what)``, or None off a terminal.
-
-    ``enabled`` None means: when stderr is a terminal.
+    Over bytes (the ingest) it yields ``progress(done, total)``; with ``steps`` (the metrics
+    load) ``progress(done, total, what)``, ``what`` shown as the bar's description.
     """
-    if enabled is None:
-        enabled = sys.stderr.isatty()
     if not enabled:
         yield None
         return
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
 
+    counted = (TaskProgressColumn(), TimeElapsedColumn()) if steps else (DownloadColumn(), TimeRemainingColumn())
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("{task.description}"), BarColumn(), *counted, console=Console(stderr=True), transient=True,
     ) as bar:
-        task = bar.add_task("metrics", total=None)
+        task = bar.add_task(description, total=None)
 
-        def update(done: int, total: int, what: str) -> None:
+        def in_bytes(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        def in_steps(done: int, total: int, what: str) -> None:
             # File names and queries are shown, never read as markup.
             bar.update(task, completed=done, total=total or None, description=escape(what[:60]))
 
-        yield update
+        yield in_steps if steps else in_bytes
 
 
 def job_view(shown: bool) -> JobView:
     """How the terminal shows the main job: progress bars on stderr when ``shown`` (a terminal,
     no ``--json``); the ingest's skipped files and notes, and the metrics' warnings, always."""
     return JobView(
-        ingesting=lambda: byte_progress("ingesting", shown),
-        loading_metrics=lambda: metrics_progress(shown),
+        ingesting=lambda: progress_bar("ingesting", shown),
+        loading_metrics=lambda: progress_bar("metrics", shown, steps=True),
         ingested=print_ingest_diagnostics,
         warn=warn,  # pod names are log text: warn escapes them
     )

@@ -4,12 +4,14 @@ recovery per rung, and what was stored."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from analyzer.core.isotime import iso_utc
 from analyzer.core.safetext import terminal_text
+from analyzer.core.urls import public_url
 from analyzer.cli.terminal import print_json
-from analyzer.jobs.replay import NOT_RECOVERED, public_endpoint
+from analyzer.jobs.replay import NOT_RECOVERED
 from analyzer.online.ladder import NOT_TRIGGERED
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,7 +25,7 @@ def show_replay(run: "ReplayRun", json_out: bool) -> None:
     elif run.dry_run:
         print_replay_dry_run(run.plan, run.doc)
     elif run.report is None:
-        print_replay_header(run.plan, public_endpoint(run.url), dry=False)
+        print_replay_header(run.plan, public_url(run.url), dry=False)
     else:
         print_replay_report(run.report)
 
@@ -92,9 +94,7 @@ def print_replay_report(report: "ReplayReport") -> None:
         _say(f"{'trigger':<17} {'rung':<19} {'reached':>7} {'recovered':>9}")
         for r in rows:
             _say(f"{r['trigger']:<17} {r['rung']:<19} {r['reached']:>7} {r['recovered']:>9}")
-    counts: dict[str, int] = {}
-    for o in report.outcomes:
-        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    counts = Counter(o.outcome for o in report.outcomes)
     _say()
     _say("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if counts.get(NOT_TRIGGERED):

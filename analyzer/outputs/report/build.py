@@ -20,7 +20,6 @@ import duckdb
 
 from analyzer import __version__
 from analyzer.classification.turns import ensure_turns
-from analyzer.classification.windows import wedged_episodes
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.core.isotime import parse_time
 from analyzer.core.paths import shown_path
@@ -72,9 +71,10 @@ from analyzer.outputs.report.context import (
     TopSessionsSection,
     TurnRow,
 )
+from analyzer.outputs.rows import records
 from analyzer.outputs.sizing import wilson
 from analyzer.outputs.summary import build_summary
-from analyzer.store.asking import ask, execute
+from analyzer.store.asking import ask
 
 #: How many rows a breakdown shows, sessions the top list shows, turns per session.
 BREAKDOWN_LIMIT = 12
@@ -194,13 +194,6 @@ def _scope(p: dict[str, Any], *, models: bool = True) -> dict[str, Any]:
     return {"since": p["since"], "until": p["until"], **({"models": p.get("models")} if models else {})}
 
 
-def _records(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of a question as dicts (for the questions with many columns)."""
-    cur = execute(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row)) for row in cur.fetchall()]
-
-
 def _rate(k: int, n: int) -> float:
     return round(k / n, 4) if n else 0.0
 
@@ -208,6 +201,11 @@ def _rate(k: int, n: int) -> float:
 def _wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, float]:
     """The sizing's Wilson interval (the SQL macros), (0, 0) for n = 0."""
     return wilson(con, k, n) or (0.0, 0.0)
+
+
+def _at(value: str) -> datetime:
+    """A time of the summary (ISO 8601 with `Z`) as naive UTC."""
+    return datetime.fromisoformat(value.removesuffix("Z"))
 
 
 def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
@@ -264,20 +262,19 @@ def _headline(focus: str, models: list[str], period: Period, current: dict, prev
     )
 
 
-def _windows(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[PodWindow]:
-    """The wedged and down windows overlapping the period, each failure counted in one window
-    (as the summary's episode table counts them), with the wedged windows' corroboration."""
+def _windows(summary_all: dict[str, Any]) -> list[PodWindow]:
+    """The wedged and down windows overlapping the period, from the summary's episodes (every
+    model): each failure counted in one window, with the wedged windows' corroboration."""
     out = []
-    for e in wedged_episodes(con, since=p["since"], until=p["until"]):
+    for e in summary_all["metrics"]["episodes"]:
         if e["kind"] not in ("wedged", "down"):
             continue  # sleeping engines are not failures of the pod
-        start, end = (datetime.fromisoformat(e[k].removesuffix("Z")) for k in ("start", "end"))
+        start, end = _at(e["start"]), _at(e["end"])
         out.append(PodWindow(
             pod=scrub(e["pod"]) or "", model_name=scrub(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
             corroboration=scrub((e.get("corroboration") or {}).get("text")),
-            alert_at=datetime.fromisoformat(e["alert_at"].removesuffix("Z")) if e.get("alert_at") else None,
-            inferred=bool(e.get("inferred"))))
+            alert_at=_at(e["alert_at"]) if e.get("alert_at") else None, inferred=bool(e.get("inferred"))))
     return out
 
 
@@ -454,7 +451,7 @@ def _length_budget(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> LengthB
     failures = [(r["completion_tokens"], r["reasoning_chars"] or 0,
                  r["max_tokens"] if r["max_tokens"] is not None else r["completion_tokens"],
                  r["max_tokens"] is not None, r["request_id"], r["ts"], r["evidence"])
-                for r in _records(con, "length_no_content", _scope(p))]
+                for r in records(con, "length_no_content", _scope(p))]
     thinking, answered, completion_p50, completion_p95, answer_p95 = next(
         iter(ask(con, "thinking_answers", _scope(p))), (0, 0, None, None, None))
     answer_p95 = int(answer_p95) if answer_p95 is not None else None
@@ -544,11 +541,6 @@ def _top_sessions(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> TopSessi
 
 #: Error patterns the report shows (engine crashes always, on top of these).
 ONCALL_ERROR_GROUPS = 15
-
-
-def _at(value: str) -> datetime:
-    """A time of the on-call block (ISO 8601 with `Z`) as naive UTC."""
-    return datetime.fromisoformat(value.removesuffix("Z"))
 
 
 def _oncall(block: dict[str, Any]) -> OnCallSection:
@@ -712,7 +704,7 @@ def build_context(
     summary_prev = build_summary(con, models=models, since=period.previous_since, until=period.since,
                                  with_oncall=False, refresh=False)
     summary_all = build_summary(con, since=period.since, until=period.until, refresh=False)
-    windows = _windows(con, p)
+    windows = _windows(summary_all)
     focus_metric_models = {scrub(m) for (m,) in ask(con, "metric_models", _scope(p))}
     metrics_note = summary_all["metrics"]["note"]
     generated_at = generated_at or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)

@@ -31,6 +31,7 @@ from analyzer.outputs.report.context import (
     RungRow,
     TimelineBucket,
 )
+from analyzer.outputs.report.html import pct
 
 #: One colour per class, the same in every chart (failures warm, ok grey-green).
 CLASS_COLORS: dict[str, str] = {
@@ -105,10 +106,6 @@ def _window_shapes(fig: go.Figure, windows: Iterable[PodWindow]) -> None:
         seen.add(w.kind)
 
 
-def _pct(rate: float | None) -> str:
-    return "–" if rate is None else f"{rate * 100:.1f}%"
-
-
 # ---------------------------------------------------------------------------
 
 
@@ -160,7 +157,7 @@ def ladder_chart(rungs: Sequence[RungRow]) -> ChartSpec:
     fig.add_trace(go.Bar(x=x, y=[r.reached for r in rungs], name="reached", marker_color="#c7c7c7",
                          hovertemplate="%{x}: reached by %{y} ladders<extra></extra>"))
     fig.add_trace(go.Bar(x=x, y=[r.recovered for r in rungs], name="recovered here", marker_color="#2ca02c",
-                         customdata=[[_pct(r.conditional_rate), _pct(r.conditional_low), _pct(r.conditional_high)]
+                         customdata=[[pct(r.conditional_rate), pct(r.conditional_low), pct(r.conditional_high)]
                                      for r in rungs],
                          hovertemplate="%{x}: recovered %{y} (%{customdata[0]} of those reaching it, "
                                        "95% CI %{customdata[1]}–%{customdata[2]})<extra></extra>"))
@@ -204,7 +201,7 @@ def rate_chart(chart_id: str, title: str, rows: Sequence[BreakdownRow] | Sequenc
     rates = [r.failure_rate for r in rows]
     plus = [r.failure_high - r.failure_rate for r in rows]
     minus = [r.failure_rate - r.failure_low for r in rows]
-    custom = [[r.turns, r.failed, _pct(r.failure_low), _pct(r.failure_high),
+    custom = [[r.turns, r.failed, pct(r.failure_low), pct(r.failure_high),
                esc(getattr(r, "top_failure", None) or "–")] for r in rows]
     hover = ("%{customdata[1]} of %{customdata[0]} turns failed (95% CI %{customdata[2]}–%{customdata[3]})"
              "<br>top failure: %{customdata[4]}<extra></extra>")
