@@ -158,16 +158,17 @@ def _grouped(con, with_sql: str, points: str, keys: str, params: dict) -> dict[t
     """Lists per key from flat rows: -> {key: (list, ...)}, each list sorted by time.
 
     ``with_sql + points`` returns a group number ``k`` then value columns, one row
-    per instant, ordered by ``k`` then time; ``with_sql + keys`` returns each ``k``
-    with its key columns, ordered by ``k``. The flat columns cross to Python
-    through Arrow and each key's lists are slices of them: a week of samples is
-    sorted once, never aggregated into lists in SQL nor walked as row tuples.
+    per instant, ordered by ``k`` then time; ``keys`` names the columns of ``s``
+    (the CTE of ``with_sql`` that numbers the series ``k``) each ``k`` stands for.
+    The flat columns cross to Python through Arrow and each key's lists are slices
+    of them: a week of samples is sorted once, never aggregated into lists in SQL
+    nor walked as row tuples.
     """
     table = con.sql(with_sql + points, params=params).to_arrow_table()
     ks = table.column(0).to_pylist()
     cols = [c.to_pylist() for c in table.columns[1:]]
     out = {}
-    for k, *key in con.execute(with_sql + keys, params).fetchall():
+    for k, *key in con.execute(f"{with_sql} SELECT DISTINCT k, {keys} FROM s ORDER BY k", params).fetchall():
         lo, hi = bisect.bisect_left(ks, k), bisect.bisect_right(ks, k)
         if hi > lo:  # a group with no point is not listed (as an inner join would not)
             out[tuple(key)] = tuple(c[lo:hi] for c in cols)
@@ -192,8 +193,7 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
         SELECT s.k, epoch_us(p.ts) AS t, p.value AS v
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
-        ORDER BY s.k, p.ts""", """
-        SELECT k, pod, model_name, labels FROM s WHERE series_id = k ORDER BY k""", {"m": GENERATION_TOKENS})
+        ORDER BY s.k, p.ts""", "pod, model_name, labels", {"m": GENERATION_TOKENS})
     out: dict[Unit, list] = defaultdict(list)
     for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
             kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
@@ -212,8 +212,7 @@ def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
         GROUP BY s.k, p.ts
-        ORDER BY s.k, p.ts""", """
-        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"metrics": list(DEMAND_METRICS)})
+        ORDER BY s.k, p.ts""", "pod, model_name", {"metrics": list(DEMAND_METRICS)})
 
 
 def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]:
@@ -238,8 +237,7 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
         GROUP BY s.k, p.ts
-        ORDER BY s.k, p.ts""", """
-        SELECT DISTINCT k, pod, instance, job FROM s ORDER BY k""", {"m": UP})
+        ORDER BY s.k, p.ts""", "pod, instance, job", {"m": UP})
     by_pod: dict = defaultdict(dict)
     for (pod, instance, job), (times, values) in found.items():
         by_pod[pod][(instance, job)] = (times, values)
@@ -285,8 +283,8 @@ def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
             WHERE isfinite(p.value)
             GROUP BY s.k, p.ts, s.engine
         )""", """
-        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""", """
-        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"m": SLEEP_STATE})
+        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""",
+        "pod, model_name", {"m": SLEEP_STATE})
     return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
@@ -311,8 +309,7 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
             WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
         )""", """
         SELECT DISTINCT s.k, epoch_us(p.ts) AS t FROM metric_points p JOIN s ON s.series_id = p.series_id
-        ORDER BY s.k, t""", """
-        SELECT DISTINCT k, pod FROM s ORDER BY k""", {"pods": named, "with_null": None in pods})
+        ORDER BY s.k, t""", "pod", {"pods": named, "with_null": None in pods})
     return {k[0]: v[0] for k, v in found.items()}
 
 
