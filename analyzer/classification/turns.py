@@ -167,16 +167,14 @@ def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -
     An otherwise-ok answer slower than this is ``late-200``. Changing it re-labels
     the turns on the next refresh.
     """
-    if seconds is not None:
-        con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, repr(check_caller_deadline(seconds))])
-    else:
+    if seconds is None:
         stored = con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()
         if stored:  # read first: a run that keeps the stored deadline writes nothing
             return float(stored[0][0])
-        con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, repr(float(DEFAULT_CALLER_DEADLINE_S))])
-    return float(con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0])
+        seconds = DEFAULT_CALLER_DEADLINE_S
+    seconds = check_caller_deadline(seconds)
+    con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())", [CALLER_DEADLINE, repr(seconds)])
+    return seconds
 
 
 def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | None = None) -> ClassifyReport:
