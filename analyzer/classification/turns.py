@@ -9,6 +9,7 @@ once, by :func:`analyzer.online.parse_error`, into ``error_kinds``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -166,16 +167,14 @@ def set_caller_deadline(con: duckdb.DuckDBPyConnection, seconds: float | None) -
     An otherwise-ok answer slower than this is ``late-200``. Changing it re-labels
     the turns on the next refresh.
     """
-    if seconds is not None:
-        con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, repr(check_caller_deadline(seconds))])
-    else:
+    if seconds is None:
         stored = con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()
         if stored:  # read first: a run that keeps the stored deadline writes nothing
             return float(stored[0][0])
-        con.execute("INSERT OR IGNORE INTO settings VALUES (?, ?, now())",
-                    [CALLER_DEADLINE, repr(float(DEFAULT_CALLER_DEADLINE_S))])
-    return float(con.execute("SELECT value FROM settings WHERE name = ?", [CALLER_DEADLINE]).fetchall()[0][0])
+        seconds = DEFAULT_CALLER_DEADLINE_S
+    seconds = check_caller_deadline(seconds)
+    con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, now())", [CALLER_DEADLINE, repr(seconds)])
+    return seconds
 
 
 def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | None = None) -> ClassifyReport:
@@ -199,7 +198,7 @@ def refresh_turns(con: duckdb.DuckDBPyConnection, *, caller_deadline_s: float | 
 
 def _refresh(con: duckdb.DuckDBPyConnection, *, force: bool) -> ClassifyReport:
     report = ClassifyReport()
-    queries = _queries()
+    queries = load_queries()
     refresh_class_labels(con)
     sql_sig = _sql_signature(con, queries)
     known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
@@ -267,10 +266,6 @@ def _refresh_session_tables(con: duckdb.DuckDBPyConnection, queries, *, full: bo
         con.execute("DROP TABLE _dirty_turns")
 
 
-def _queries():
-    return load_queries()
-
-
 def _scoped(sql: str, table: str, scope: str) -> str:
     """The SQL reading ``scope`` where it reads ``table`` (``FROM table`` only)."""
     if scope == table:
@@ -335,32 +330,19 @@ def _sql_signature(con: duckdb.DuckDBPyConnection, queries) -> str:
         "(SELECT coalesce(string_agg(name || '=' || value, ',' ORDER BY name), '') FROM settings) FROM model_map"
     ).fetchall()[0]
     sql = "".join(queries[name].sql for name in ("turn_features", "turns", *SESSION_TABLES))
-    return _md5(sql + mapping + settings + repr(CLASS_LABELS))
-
-
-def _md5(text: str) -> str:
-    import hashlib
-
-    return hashlib.md5(text.encode()).hexdigest()
+    return hashlib.md5((sql + mapping + settings + repr(CLASS_LABELS)).encode()).hexdigest()
 
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
     """True when the ``turns`` table matches the records and windows (a read-only check)."""
     known = dict(con.execute("SELECT name, signature FROM build_state").fetchall())
-    if known.get("turns_sql") != _sql_signature(con, _queries()):
+    if known.get("turns_sql") != _sql_signature(con, load_queries()):
         return False
     if known.get("records") != records_signature(con):
         return False
     if con.execute("SELECT count(*) FROM turns_dirty").fetchall()[0][0]:
         return False
-    changed = con.execute(
-        """SELECT count(*) FROM ((SELECT model_name, kind, start_ts, end_ts FROM pod_windows
-                                 EXCEPT SELECT * FROM turns_windows)
-                                UNION ALL
-                                (SELECT * FROM turns_windows
-                                 EXCEPT SELECT model_name, kind, start_ts, end_ts FROM pod_windows))"""
-    ).fetchall()[0][0]
-    return not changed
+    return not con.execute(_WINDOWS_CHANGED).fetchall()[0][0]
 
 
 def ensure_turns(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> bool:

@@ -154,26 +154,21 @@ class WindowResult:
 # Loading what the rule reads
 
 
-def _lists(con, sql: str, params: dict, key_len: int) -> dict[tuple, tuple[list, ...]]:
-    """``sql`` returns ``key_len`` key columns, then lists (aggregated in SQL, sorted
-    by time): -> {key: (list, ...)}. DuckDB groups; Python never walks row tuples."""
-    return {tuple(r[:key_len]): tuple(r[key_len:]) for r in con.execute(sql, params).fetchall()}
-
-
 def _grouped(con, with_sql: str, points: str, keys: str, params: dict) -> dict[tuple, tuple[list, ...]]:
     """Lists per key from flat rows: -> {key: (list, ...)}, each list sorted by time.
 
     ``with_sql + points`` returns a group number ``k`` then value columns, one row
-    per instant, ordered by ``k`` then time; ``with_sql + keys`` returns each ``k``
-    with its key columns, ordered by ``k``. The flat columns cross to Python
-    through Arrow and each key's lists are slices of them: a week of samples is
-    sorted once, never aggregated into lists in SQL nor walked as row tuples.
+    per instant, ordered by ``k`` then time; ``keys`` names the columns of ``s``
+    (the CTE of ``with_sql`` that numbers the series ``k``) each ``k`` stands for.
+    The flat columns cross to Python through Arrow and each key's lists are slices
+    of them: a week of samples is sorted once, never aggregated into lists in SQL
+    nor walked as row tuples.
     """
     table = con.sql(with_sql + points, params=params).to_arrow_table()
     ks = table.column(0).to_pylist()
     cols = [c.to_pylist() for c in table.columns[1:]]
     out = {}
-    for k, *key in con.execute(with_sql + keys, params).fetchall():
+    for k, *key in con.execute(f"{with_sql} SELECT DISTINCT k, {keys} FROM s ORDER BY k", params).fetchall():
         lo, hi = bisect.bisect_left(ks, k), bisect.bisect_right(ks, k)
         if hi > lo:  # a group with no point is not listed (as an inner join would not)
             out[tuple(key)] = tuple(c[lo:hi] for c in cols)
@@ -198,8 +193,7 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
         SELECT s.k, epoch_us(p.ts) AS t, p.value AS v
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
-        ORDER BY s.k, p.ts""", """
-        SELECT k, pod, model_name, labels FROM s WHERE series_id = k ORDER BY k""", {"m": GENERATION_TOKENS})
+        ORDER BY s.k, p.ts""", "pod, model_name, labels", {"m": GENERATION_TOKENS})
     out: dict[Unit, list] = defaultdict(list)
     for (pod, model, _series), (times, values) in sorted(found.items(), key=lambda kv: (
             kv[0][0] is not None, kv[0][0] or "", kv[0][1], kv[0][2])):
@@ -209,7 +203,7 @@ def _load_counters(con) -> dict[Unit, list[list[tuple[int, float]]]]:
 
 def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
     """{unit: (sorted instants of running/waiting samples, whether any was above 0 there)}."""
-    found = _grouped(con, """
+    return _grouped(con, """
         WITH s AS (
             SELECT series_id, pod, model_name, dense_rank() OVER (ORDER BY pod NULLS FIRST, model_name) AS k
             FROM metric_series WHERE list_contains($metrics, metric) AND model_name IS NOT NULL
@@ -218,9 +212,7 @@ def _load_demand(con) -> dict[Unit, tuple[list[int], list[bool]]]:
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
         GROUP BY s.k, p.ts
-        ORDER BY s.k, p.ts""", """
-        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"metrics": list(DEMAND_METRICS)})
-    return {unit: (times, flags) for unit, (times, flags) in found.items()}
+        ORDER BY s.k, p.ts""", "pod, model_name", {"metrics": list(DEMAND_METRICS)})
 
 
 def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]:
@@ -245,8 +237,7 @@ def _load_up(con) -> tuple[dict[str | None, list[tuple[int, float]]], list[str]]
         FROM metric_points p JOIN s ON s.series_id = p.series_id
         WHERE isfinite(p.value)
         GROUP BY s.k, p.ts
-        ORDER BY s.k, p.ts""", """
-        SELECT DISTINCT k, pod, instance, job FROM s ORDER BY k""", {"m": UP})
+        ORDER BY s.k, p.ts""", "pod, instance, job", {"m": UP})
     by_pod: dict = defaultdict(dict)
     for (pod, instance, job), (times, values) in found.items():
         by_pod[pod][(instance, job)] = (times, values)
@@ -292,8 +283,8 @@ def _load_sleep(con) -> dict[Unit, list[tuple[int, bool]]]:
             WHERE isfinite(p.value)
             GROUP BY s.k, p.ts, s.engine
         )""", """
-        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""", """
-        SELECT DISTINCT k, pod, model_name FROM s ORDER BY k""", {"m": SLEEP_STATE})
+        SELECT k, epoch_us(ts) AS t, bool_and(asleep) AS asleep FROM e GROUP BY k, ts ORDER BY k, ts""",
+        "pod, model_name", {"m": SLEEP_STATE})
     return {unit: list(zip(times, flags)) for unit, (times, flags) in found.items()}
 
 
@@ -318,8 +309,7 @@ def _load_presence(con, pods: list) -> dict[str | None, list[int]]:
             WHERE list_contains($pods, pod) OR (pod IS NULL AND $with_null)
         )""", """
         SELECT DISTINCT s.k, epoch_us(p.ts) AS t FROM metric_points p JOIN s ON s.series_id = p.series_id
-        ORDER BY s.k, t""", """
-        SELECT DISTINCT k, pod FROM s ORDER BY k""", {"pods": named, "with_null": None in pods})
+        ORDER BY s.k, t""", "pod", {"pods": named, "with_null": None in pods})
     return {k[0]: v[0] for k, v in found.items()}
 
 
@@ -357,13 +347,12 @@ def _load_requests(con, models: list[str]) -> dict[str, list[int]]:
     """{metric model_name: sorted instants of logged requests}, through model_map."""
     if not models:
         return {}
-    found = _lists(con, """
+    return dict(con.execute("""
         SELECT coalesce(m.model_name, r.model) AS metric_model, list(epoch_us(r.ts) ORDER BY r.ts)
         FROM records r LEFT JOIN model_map m ON m.log_model = r.model
         WHERE r.type = 'request' AND list_contains($models, coalesce(m.model_name, r.model))
         GROUP BY ALL
-        """, {"models": models}, 1)
-    return {k[0]: v[0] for k, v in found.items()}
+        """, {"models": models}).fetchall())
 
 
 # ---------------------------------------------------------------------------
@@ -490,22 +479,18 @@ def _wedges(unit: Unit, runs, gauge: tuple[list[int], list[bool]], log_demand: l
             continue  # too short for demand to last W inside it (most runs: one scrape between increases)
         # The sample showing an increase or a reset belongs to the new state, not the flat run.
         hi = end if why in (_GAP, _END) else end - 1
-        firsts = {}
         if _first_in(gauge[0], start, hi) is not None:
             # The pod's own gauges report: they alone say whether this pod had demand.
-            sources = (("requests running/waiting", _gauge_spells(gauge, start, hi, w_us)),)
+            source, spells = "requests running/waiting", _gauge_spells(gauge, start, hi, w_us)
         else:
             # No gauges: logged requests to the model stand in. A request logged at
             # the run's first sample was served by the increase seen there.
-            sources = (("logged requests", _request_spells(log_demand, start + 1, hi, w_us)),)
-        for name, spells in sources:
-            lasting = [first for first, last in spells if last - first >= w_us]
-            if lasting:
-                firsts[name] = lasting[0]
-        if not firsts:
+            source, spells = "logged requests", _request_spells(log_demand, start + 1, hi, w_us)
+        lasting = [first for first, last in spells if last - first >= w_us]
+        if not lasting:
             continue
-        d0 = min(firsts.values())
-        detail = (f"generation counter flat under demand ({' and '.join(firsts)}) for at least "
+        d0 = lasting[0]
+        detail = (f"generation counter flat under demand ({source}) for at least "
                   f"{w_us / US:g}s from {us_to_iso(d0)}; flat since {us_to_iso(start)}; ends at {_REASONS[why]}")
         out.append(Window(unit[0], unit[1], WEDGED, d0, end, detail))
     return out
@@ -710,12 +695,13 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
                 f"wedge window ({w_us / US:g}s): every interval is a gap and no wedge can be seen "
                 "(use a finer step or a longer --wedge-window)")
 
+    # Per unit: the increases of the other pods of its model (they may have served its requests).
+    others_of = {unit: sorted(t for u, inc in increases_of.items() if u[1] == unit[1] and u != unit for t in inc)
+                 for unit in runs_of}
     for i, (unit, runs) in enumerate(runs_of.items()):
         if progress:
             progress(i, len(runs_of), f"pod windows {unit[0]}")
-        pod, model = unit
-        others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
-        log_demand = _log_demand(requests.get(model, []), others, w_us)
+        log_demand = _log_demand(requests.get(unit[1], []), others_of[unit], w_us)
         result.windows += _wedges(unit, runs, demand.get(unit, ([], [])), log_demand, w_us)
 
     for unit, points in sleep.items():
@@ -746,11 +732,10 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
     # Frozen gauges, last: a failure another pod's wedged or down window explains is
     # not evidence against this one (an idle sibling of a wedged pod is not wedged).
     for unit, runs in runs_of.items():
-        pod, model = unit
+        model = unit[1]
         explained = [(w.start_us, w.end_us) for w in result.windows
                      if w.model_name == model and w.kind in (WEDGED, DOWN) and not w.inferred]
-        others = sorted(t for u, inc in increases_of.items() if u[1] == model and u != unit for t in inc)
-        suspects = _log_demand(_outside(failing.get(model, []), explained), others, w_us)
+        suspects = _log_demand(_outside(failing.get(model, []), explained), others_of[unit], w_us)
         result.windows += _frozen_gauge_wedges(unit, runs, demand.get(unit, ([], [])), suspects, w_us)
 
     result.windows = _merge(_clip_wedges(result.windows))

@@ -149,9 +149,7 @@ class LadderLLM(CustomLLM):
                 ladder = await arun_ladder(payload, send, self.settings,
                                            deadline=self.settings.clock() + self.caller_deadline_s)
             except asyncio.CancelledError as exc:  # the client hung up: logged, then LiteLLM's to handle
-                ms = int((time.time() - start) * 1000)
-                _attach(logging_obj, log_fields(payload, None, None, error=exc, latency_ms=ms,
-                                                caller_deadline_s=self.caller_deadline_s))
+                self._log(logging_obj, start, payload, error=exc)
                 raise
             except httpx.HTTPError as exc:
                 raise self._transport_failed(payload, exc, logging_obj, start) from exc
@@ -165,25 +163,26 @@ class LadderLLM(CustomLLM):
             validate_thinking_budget(payload.get("thinking_token_budget"), payload.get("max_tokens"),
                                      self.settings.answer_reserve)
         except ClientRequestError as exc:  # the client's junk: refused before any upstream call
-            ms = int((time.time() - start) * 1000)
-            _attach(logging_obj, log_fields(payload, None, None, error=exc, latency_ms=ms,
-                                            caller_deadline_s=self.caller_deadline_s))
+            self._log(logging_obj, start, payload, error=exc)
             raise CustomLLMError(status_code=400, message=f"{type(exc).__name__}: {exc}") from exc
         return payload
 
+    def _log(self, logging_obj, start: float, payload: dict, status: int | None = None, body: Any = None,
+             ladder: LadderResult | None = None, *, error: BaseException | None = None) -> None:
+        """The call's :func:`~analyzer.online.log_fields` (its latency since ``start``), attached for LiteLLM."""
+        ms = int((time.time() - start) * 1000)
+        _attach(logging_obj, log_fields(payload, status, body, ladder, error=error, latency_ms=ms,
+                                        caller_deadline_s=self.caller_deadline_s))
+
     def _transport_failed(self, payload: dict, exc: httpx.HTTPError, logging_obj, start: float) -> CustomLLMError:
         """The original call raised (no ladder ran): logged as the proxy logs it, a 504 or 502 for LiteLLM."""
-        ms = int((time.time() - start) * 1000)
-        _attach(logging_obj, log_fields(payload, None, None, error=exc, latency_ms=ms,
-                                        caller_deadline_s=self.caller_deadline_s))
+        self._log(logging_obj, start, payload, error=exc)
         timed_out = isinstance(exc, httpx.TimeoutException)
         return CustomLLMError(status_code=504 if timed_out else 502, message=f"{type(exc).__name__}: {exc}")
 
     def _passed_on(self, payload: dict, ladder: LadderResult, logging_obj, start: float) -> dict:
         """The ladder's answer as a chat-completions object, its log fields attached; an upstream error raised."""
-        ms = int((time.time() - start) * 1000)
-        _attach(logging_obj, log_fields(payload, ladder.status, ladder.body, ladder, latency_ms=ms,
-                                        caller_deadline_s=self.caller_deadline_s))
+        self._log(logging_obj, start, payload, ladder.status, ladder.body, ladder)
         text = ladder.body.decode("utf-8", errors="replace") if isinstance(ladder.body, bytes) else str(ladder.body)
         if not 200 <= ladder.status < 300:  # every rung failed, or none ran: the upstream's status passed on
             raise CustomLLMError(status_code=ladder.status, message=text[:1000])

@@ -175,22 +175,14 @@ def _check_table(node: exp.Table, allowed: set[str], *, engine: str, label: str,
                               "(`analyze sql --list` lists them; a question reads no file)")
 
 
-def function_name(node: exp.Func) -> str:
-    """The name a function call is refused by: as written for a call sqlglot keeps by name, else sqlglot's."""
-    if isinstance(node, (exp.Anonymous, exp.AnonymousAggFunc)):
-        return str(node.name).lower()
-    return node.sql_name().lower()
-
-
-def is_allowed_function(node: exp.Func, macros: frozenset[str] | None = None) -> bool:
-    """Whether a question may call ``node`` (:mod:`analyzer.questions.allowed`, or a catalog macro)."""
+def _check_function(node: exp.Func, macros: frozenset[str], *, label: str) -> None:
+    """Refuse a call off :mod:`analyzer.questions.allowed` that is no catalog macro, named as written
+    for a call sqlglot keeps by name, else by sqlglot's name."""
     if isinstance(node, (exp.Anonymous, exp.AnonymousAggFunc)):
         name = str(node.name).lower()
-        return name in NAMED or name in (catalog_macro_names() if macros is None else macros)
-    return type(node) in TYPED
-
-
-def _check_function(node: exp.Func, macros: frozenset[str], *, label: str) -> None:
-    if not is_allowed_function(node, macros):
-        raise QuestionRefused(f"{label} calls {function_name(node)}(), which is not a function a question may "
+        allowed = name in NAMED or name in macros
+    else:
+        name, allowed = node.sql_name().lower(), type(node) in TYPED
+    if not allowed:
+        raise QuestionRefused(f"{label} calls {name}(), which is not a function a question may "
                               f"call: they compute over their arguments and reach nothing else ({DOCS})")

@@ -14,7 +14,7 @@ then given the form Spark's literals need:
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -49,9 +49,8 @@ def _read_as_duckdb(value: str, type_sql: str, name: str) -> Any:
 
 def spark_value(value: Any, cast_to: str | None = None, name: str = "") -> Any:
     """One parameter value in the form a Spark named parameter takes."""
-    if isinstance(value, str) and cast_to is not None:
-        if cast_to == "INTERVAL" or cast_to.endswith("[]"):
-            value = _read_as_duckdb(value, cast_to, name)
+    if isinstance(value, str) and cast_to is not None and (cast_to == "INTERVAL" or cast_to.endswith("[]")):
+        value = _read_as_duckdb(value, cast_to, name)
     if isinstance(value, datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, date):
@@ -59,9 +58,7 @@ def spark_value(value: Any, cast_to: str | None = None, name: str = "") -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value) if isinstance(value, (set, frozenset)) else list(value)
         return [spark_value(v) for v in items]
-    if isinstance(value, timedelta):
-        return value
-    return value
+    return value  # a timedelta as it is: a Spark day-time interval
 
 
 def spark_args(query: ResolvedQuery, given: Mapping[str, Any], duckdb_sql: str | None = None) -> dict[str, Any]:

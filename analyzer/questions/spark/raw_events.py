@@ -17,9 +17,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from analyzer.classification.turns import insert_rows
 from analyzer.questions.spark.raw_records import FREE_TEXT, pod_of_prefix
 from analyzer.store.db import connect
-from analyzer.store.record_sql import EVENT_WORDS, INSERT_EVENTS
+from analyzer.store.record_sql import EVENT_WORDS, INSERT_EVENTS, NO_REST
 
 #: The longest event line kept, as the ingest cuts it.
 EVENT_LINE_CHARS = 2000
@@ -41,16 +42,9 @@ def proxy_events(judged: DataFrame) -> pa.Table:
             .collect())
     con = connect(":memory:")
     try:
-        con.register("_lines", pa.table({
-            "file_id": pa.array([r.file_id for r in rows], pa.int32()),
-            "line_no": pa.array([r.line_no for r in rows], pa.int64()),
-            "proxy_pod": pa.array([r.proxy_pod for r in rows], pa.string()),
-            "event_line": pa.array([r.event_line for r in rows], pa.string())}))
-        con.execute("""CREATE TEMP TABLE rest AS
-                       SELECT file_id, line_no, 'free_text' AS verdict, proxy_pod, NULL::VARCHAR AS snippet,
-                              event_line, NULL::VARCHAR AS mend_line
-                       FROM _lines""")
-        con.unregister("_lines")
+        con.execute(NO_REST)  # the ingest's `rest` of a batch, empty, then these lines in it
+        insert_rows(con, "rest", ("file_id", "line_no", "proxy_pod", "event_line", "verdict"),
+                    [(*r, FREE_TEXT) for r in rows])
         con.execute(INSERT_EVENTS)
         return con.sql("SELECT * FROM proxy_events").to_arrow_table()
     finally:

@@ -107,27 +107,17 @@ def _rows(index: int, source: SourceFile, shown: str) -> Iterator[tuple]:
             first = piece.first_line
             numbers = piece.line_nos.to_pylist() if piece.line_nos is not None else None
             for i, line in enumerate(piece.lines.to_pylist()):
-                mended = _mended(line)
+                # DuckDB refuses a line with a lone surrogate escape as malformed, and the ingest
+                # stores it mended: Spark judges the mended text, the original is the snippet's.
+                mended = mend_surrogates(line)
                 yield row(LINE, numbers[i] if numbers is not None else first + i,
-                          mended if mended is not None else line, line if mended is not None else None,
-                          stdout, pod, form=form)
+                          mended, line if mended != line else None, stdout, pod, form=form)
             read, done = piece.last_line, piece.end_offset
     except FileFailed as exc:
         kept = f" (after {read:,} lines, which are kept)" if read else ""
         yield row(SKIPPED, form=form, detail=f"{exc}{kept}")
     # Read to its end, or as far as it could be (then skipped too): as the ingest registers it.
     yield row(FILE, read, form=form, file=(source.size, source.mtime, source.ctime, fingerprint, done, True))
-
-
-def _mended(line: str) -> str | None:
-    """The line with its lone surrogate escapes replaced, as the ingest mends it; None when unchanged.
-
-    DuckDB refuses such a line as malformed and the ingest stores it mended
-    (:func:`analyzer.io.linereader.mend_surrogates`); Spark is given the mended
-    text to judge, and the original for the quarantine's snippet.
-    """
-    fixed = mend_surrogates(line)
-    return fixed if fixed != line else None
 
 
 def long_line_reason(length: int) -> str:

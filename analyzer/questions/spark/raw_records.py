@@ -35,32 +35,15 @@ from analyzer.store.record_sql import (
     RECORD_TYPES,
     STDOUT_PREFIX_RE,
 )
+from analyzer.questions.spark.lake import SPARK_TYPES
 from analyzer.questions.spark.raw_lines import LINE, LONG_LINE
+from analyzer.store.lake import lake_schema
 
 #: The verdicts of a line that is not bad (record_sql's ``judged``).
 OK, BLANK, FREE_TEXT = "ok", "blank", "free_text"
 
-#: DuckDB's ``records`` table: its columns in order, with their Spark types.
-RECORDS_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
-    ("ts", T.TimestampNTZType()), ("type", T.StringType()), ("request_id", T.StringType()),
-    ("session_id", T.StringType()), ("client", T.StringType()), ("provider", T.StringType()),
-    ("model", T.StringType()), ("origin", T.StringType()), ("message_count", T.IntegerType()),
-    ("tools_count", T.IntegerType()), ("enable_thinking", T.BooleanType()),
-    ("tool_results_count", T.IntegerType()), ("prompt_md5", T.StringType()), ("has_messages", T.BooleanType()),
-    ("messages_tool_history", T.BooleanType()), ("latency_ms", T.LongType()), ("has_content", T.BooleanType()),
-    ("has_tool_calls", T.BooleanType()), ("has_reasoning", T.BooleanType()), ("tool_call_count", T.IntegerType()),
-    ("content_chars", T.IntegerType()), ("reasoning_chars", T.IntegerType()), ("prompt_tokens", T.LongType()),
-    ("completion_tokens", T.LongType()), ("cached_tokens", T.LongType()), ("error", T.StringType()),
-    ("upstream_headers", T.StringType()), ("log_fields_version", T.IntegerType()),
-    ("upstream_status", T.IntegerType()), ("finish_reason", T.StringType()), ("max_tokens", T.IntegerType()),
-    ("thinking_token_budget", T.IntegerType()), ("tool_history", T.BooleanType()),
-    ("logged_class", T.StringType()), ("final_class", T.StringType()), ("ladder", T.StringType()),
-    ("system_sha256", T.StringType()), ("truncated", T.BooleanType()), ("file_id", T.IntegerType()),
-    ("line_no", T.LongType()), ("raw", T.StringType()), ("proxy_pod", T.StringType()),
-    ("ingest_batch", T.LongType()), ("reasoning_tokens", T.LongType()), ("content_blank", T.BooleanType()),
-    ("ladder_armed", T.BooleanType()), ("content_leak", T.BooleanType()), ("reasoning_blank", T.BooleanType()),
-    ("reasoning_repaired", T.BooleanType()), ("gateway", T.StringType()),
-)
+#: DuckDB's ``records`` table: its columns in order, with their Spark types (the database's own schema).
+RECORDS_COLUMNS: tuple[tuple[str, str], ...] = tuple((c, SPARK_TYPES[t]) for c, t in lake_schema()["records"])
 
 
 def parse_schema(struct=RECORD_STRUCT) -> T.StructType:

@@ -22,6 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from analyzer.classification.turns import insert_rows
 from analyzer.classification.windows import write_windows
 from analyzer.ingestion.metric_stage import store_stage
 from analyzer.ingestion.metric_store import store_model_map
@@ -87,21 +88,10 @@ def pod_windows(spark: SparkSession, records: DataFrame, metrics: list[str] | No
         demand = (records.where(F.col("model").isin(logged) & ((F.col("type") == "request")
                                                                | F.col("error").isNotNull()))
                   .select("ts", "type", "model", "provider", "latency_ms", "error").collect()) if logged else []
-        if demand:
-            con.register("_demand", pa.table({
-                "ts": pa.array([r.ts for r in demand], pa.timestamp("us")),
-                "type": pa.array([r.type for r in demand], pa.string()),
-                "model": pa.array([r.model for r in demand], pa.string()),
-                "provider": pa.array([r.provider for r in demand], pa.string()),
-                "latency_ms": pa.array([r.latency_ms for r in demand], pa.int64()),
-                "error": pa.array([r.error for r in demand], pa.string())}))
-            try:
-                con.execute("""INSERT INTO records (ts, type, model, provider, latency_ms, error, truncated, file_id,
-                                                    line_no)
-                               SELECT ts, type, model, provider, latency_ms, error, false, 0, row_number() OVER ()
-                               FROM _demand""")
-            finally:
-                con.unregister("_demand")
+        if demand:  # one file of them (0), numbered from 1
+            insert_rows(con, "records", ("ts", "type", "model", "provider", "latency_ms", "error", "truncated",
+                                         "file_id", "line_no"),
+                        [(*r, False, 0, line_no) for line_no, r in enumerate(demand, 1)])
         with transaction(con):
             result = write_windows(con, wedge_window)
         rows = con.execute("SELECT pod, model_name, kind, start_ts, end_ts, detail, inferred FROM pod_windows "

@@ -19,7 +19,6 @@ text: they bind as Spark named parameters (:mod:`analyzer.questions.spark.bindin
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
@@ -37,14 +36,9 @@ from analyzer.store.catalog import QueryFile, load_queries, parse_query_file
 __all__ = ["UnsupportedConstruct", "hand_written", "relations_read", "spark_sql", "to_spark_sql", "transpile"]
 
 
-def hand_written_dir() -> Path:
-    """Where the hand-written Spark versions live: ``queries/spark/``."""
-    return queries_dir() / "spark"
-
-
 def hand_written() -> dict[str, QueryFile]:
     """The hand-written Spark versions by name (``queries/spark/*.sql``, headers as in ``queries/``)."""
-    d = hand_written_dir()
+    d = queries_dir() / "spark"
     return {q.name: q for q in (parse_query_file(p) for p in sorted(d.glob("*.sql")))} if d.is_dir() else {}
 
 
