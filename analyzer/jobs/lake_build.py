@@ -16,11 +16,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from analyzer.classification.turns import check_caller_deadline
 from analyzer.core.durations import parse_duration
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.ingestion.metric_readers import check_metric_paths
 from analyzer.ingestion.metric_store import parse_model_map
+from analyzer.jobs.main_job import caller_deadline_option
 from analyzer.io.sources import discover_inputs
 from analyzer.outputs.lake import check_out_dir
 from analyzer.store.lake import check_lake_path
@@ -72,7 +72,7 @@ class LakeBuildOptions:
         if self.wedge_window is not None:
             parse_duration(self.wedge_window, "--wedge-window")
         if self.caller_deadline_s is not None:
-            check_caller_deadline(self.caller_deadline_s)
+            caller_deadline_option(self.caller_deadline_s)
         self.model_mapping()
         self.spark_conf()
 

@@ -41,6 +41,18 @@ from analyzer.store.holdings import (
     changes, describe_seconds, holdings, plan_wedge_window, store_wedge_window, stored_wedge_window)
 
 
+def caller_deadline_option(seconds: float) -> float:
+    """``--caller-deadline`` checked (:func:`check_caller_deadline`): a usage error that names the option.
+
+    Raises:
+        AnalyzerError: (usage) not a positive number of seconds.
+    """
+    try:
+        return check_caller_deadline(seconds)
+    except ValueError as exc:
+        raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What ``analyze FILES...`` (``analyze run``) was asked to do: one object from the
@@ -86,10 +98,7 @@ class RunOptions:
         }
         derived["since_dt"], derived["until_dt"] = parse_range(self.since, self.until)
         if self.caller_deadline_s is not None:
-            try:
-                check_caller_deadline(self.caller_deadline_s)
-            except ValueError as exc:
-                raise AnalyzerError(f"--caller-deadline: {exc}", ExitCode.USAGE) from exc
+            caller_deadline_option(self.caller_deadline_s)
         if self.prometheus_selector:
             if not self.prometheus:
                 raise AnalyzerError("--prometheus-selector needs --prometheus URL", ExitCode.USAGE)

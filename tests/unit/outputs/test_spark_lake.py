@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from analyzer.core.errors import AnalyzerError
+from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.cli.terminal.reports import print_lake_build_report
 from analyzer.jobs.lake_build import LakeBuildOptions, LakeBuildReport, build_lake_job
 from tests.support.repo import REPO
@@ -50,10 +50,14 @@ def test_the_options_are_checked_when_made(tmp_path):
         "read as a pattern": dict(logs=(S3,), lake=str(tmp_path / "lake*")),
         "expected KEY=VALUE": dict(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.x",)),
         "give the log files": dict(logs=(), lake=str(tmp_path / "l")),
+        # A usage error naming the option, as `analyze --caller-deadline -5` gives (was an unexpected ValueError).
+        "^--caller-deadline: the caller deadline must be a positive": dict(logs=(S3,), lake=str(tmp_path / "l"),
+                                                                          caller_deadline_s=-5.0),
     }
     for words, kwargs in cases.items():
-        with pytest.raises(AnalyzerError, match=words):
+        with pytest.raises(AnalyzerError, match=words) as refused:
             LakeBuildOptions(**kwargs)
+        assert refused.value.exit_code == ExitCode.USAGE, words
     opts = LakeBuildOptions(logs=(S3,), lake=str(tmp_path / "l"), conf=("spark.executor.memory=2g", "a.b= c=d"))
     assert opts.spark_conf() == {"spark.executor.memory": "2g", "a.b": " c=d"}
 
