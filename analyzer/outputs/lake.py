@@ -240,15 +240,36 @@ def export_lock(out: Path) -> Iterator[None]:
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            raise WriteError(f"out_dir {out}: another export is writing this lake (process {holder}); "
-                             "wait for it to end, then export again", param="out_dir") from exc
+            raise _busy(out, fd, "out_dir") from exc
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         _clear_leftovers(out)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _busy(out: Path, fd: int, param: str) -> WriteError:
+    """The error of an export refused because another holds the lock open at ``fd`` (it wrote its process id)."""
+    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+    return WriteError(f"{param} {out}: another export is writing this lake (process {holder}); "
+                      "wait for it to end, then export again", param=param)
+
+
+def _check_not_locked(out: Path, param: str) -> None:
+    """Raise :func:`_busy`'s error when another export holds ``out``'s lock (a lock never made is not held)."""
+    try:
+        fd = os.open(out / LOCK, os.O_RDONLY)
+    except OSError:  # no lock there (or one this user cannot read): the folder is judged as it is
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        raise _busy(out, fd, param) from exc
+    finally:
+        os.close(fd)  # (releases the shared lock when it was taken)
 
 
 def _clear_leftovers(out: Path) -> None:
@@ -284,12 +305,16 @@ def check_out_dir(out_dir: str | Path, param: str = "out_dir") -> Path:
     Raises:
         AnalyzerError: (usage, ``param``) a file, a folder with other content, or a
             manifest this analyzer will not replace.
+        WriteError: (exit 9) another export is writing a first lake there (no manifest yet).
     """
     out = Path(out_dir).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise AnalyzerError(f"{param} {out}: exists and is not a directory", ExitCode.USAGE, param=param)
     old = manifest_of(out) if out.is_dir() else None
     if out.is_dir() and old is None and any(not _ours(e) for e in out.iterdir()):
+        # An export swapping its relations in writes the manifest last: until then the lake it is
+        # writing looks like a folder of something else. It is said as the lock says it.
+        _check_not_locked(out, param)
         raise AnalyzerError(f"{param} {out}: not empty and not a lake (no {MANIFEST}); "
                             "give a new or empty folder", ExitCode.USAGE, param=param)
     return out

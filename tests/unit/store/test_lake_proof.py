@@ -233,6 +233,29 @@ def test_a_second_export_is_refused_while_one_runs(exported, tmp_path):
     assert analyze("export", "--lake", str(out), "--db", str(db)).returncode == 0
 
 
+def test_an_export_refused_while_a_first_lake_is_swapped_in_says_so(exported, tmp_path):
+    """A first export swaps its relations in and writes the manifest last: meanwhile the folder holds
+    relations and no manifest. A second export then is refused as the lock refuses it (exit 9), not as
+    a folder of something else (exit 2): the race two exports at once met."""
+    db, _ = exported
+    out = tmp_path / "lake"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_LOCK, str(out)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        (out / "records").mkdir()  # swapped in; no manifest yet
+        p = analyze("export", "--lake", str(out), "--db", str(db))
+        assert p.returncode == ExitCode.CANNOT_WRITE, p.stderr
+        assert p.stderr.strip() == (f"analyze: error: --lake {out.resolve()}: another export is writing this lake "
+                                    f"(process {holder.pid}); wait for it to end, then export again")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    (out / "records").rmdir()  # the holder ended without its manifest: what it left is the next export's to judge
+    assert analyze("export", "--lake", str(out), "--db", str(db)).returncode == 0
+    check_lake(out)
+
+
 def test_a_killed_holder_releases_the_lock(exported, tmp_path):
     """flock is released by the kernel: a lock is never stale after kill -9."""
     db, _ = exported
