@@ -407,10 +407,8 @@ class _Ingest:
         state.lines_done = piece.last_line
 
     def _long_line(self, state: _FileState, piece: LongLine) -> None:
-        reason = (f"line of {piece.length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
-                  "what DuckDB stores within its memory limit): not kept")
         self.report.long_lines += 1
-        self._set_aside(state, piece.line_no, reason, piece.head.decode("utf-8", errors="replace"))
+        self._set_aside(state, piece.line_no, piece.reason, piece.head.decode("utf-8", errors="replace"))
         state.bytes_done = piece.end_offset
         state.lines_done = piece.line_no
 

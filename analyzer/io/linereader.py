@@ -122,6 +122,12 @@ class LongLine:
     head: bytes
     end_offset: int
 
+    @property
+    def reason(self) -> str:
+        """Its quarantine reason (the ingest's and the Spark reader's)."""
+        return (f"line of {self.length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
+                "what DuckDB stores within its memory limit): not kept")
+
 
 Piece = Union[LineBlock, LongLine]
 

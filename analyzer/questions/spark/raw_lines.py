@@ -23,7 +23,7 @@ from typing import Iterator
 
 from analyzer.io.batch_lines import chunk_pod
 from analyzer.io.input_readers import FileFailed, parquet_pieces, text_pieces
-from analyzer.io.linereader import MAX_LINE_BYTES, SNIPPET_CHARS, LongLine, mend_surrogates
+from analyzer.io.linereader import SNIPPET_CHARS, LongLine, mend_surrogates
 from analyzer.io.litellm_records import SetAside, mapped_pieces
 from analyzer.io.sources import JSONL, KUBECTL, LITELLM, METRICS, PARQUET, FormError, SourceFile
 
@@ -102,7 +102,7 @@ def _rows(index: int, source: SourceFile, shown: str) -> Iterator[tuple]:
             if isinstance(piece, LongLine):
                 read, done = piece.line_no, piece.end_offset
                 yield row(LONG_LINE, piece.line_no, piece.head.decode("utf-8", errors="replace")[:SNIPPET_CHARS],
-                          stdout=stdout, pod=pod, form=form, detail=long_line_reason(piece.length))
+                          stdout=stdout, pod=pod, form=form, detail=piece.reason)
                 continue
             first = piece.first_line
             numbers = piece.line_nos.to_pylist() if piece.line_nos is not None else None
@@ -118,9 +118,3 @@ def _rows(index: int, source: SourceFile, shown: str) -> Iterator[tuple]:
         yield row(SKIPPED, form=form, detail=f"{exc}{kept}")
     # Read to its end, or as far as it could be (then skipped too): as the ingest registers it.
     yield row(FILE, read, form=form, file=(source.size, source.mtime, source.ctime, fingerprint, done, True))
-
-
-def long_line_reason(length: int) -> str:
-    """The quarantine reason of a line over the limit, as the ingest words it."""
-    return (f"line of {length:,} bytes, longer than ANALYZER_MAX_LINE_BYTES ({MAX_LINE_BYTES:,}: "
-            "what DuckDB stores within its memory limit): not kept")
