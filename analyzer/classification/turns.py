@@ -27,7 +27,7 @@ from analyzer.online import (
 from analyzer.online.classify import ERROR_HEAD_CHARS
 from analyzer.online.ladder import class_trigger
 from analyzer.store.catalog import load_queries
-from analyzer.store.db import CLASSIFY_MEMORY_LIMIT, memory_bound, transaction
+from analyzer.store.db import CLASSIFY_MEMORY_LIMIT, insert_rows, memory_bound, transaction
 
 _FEATURE_COLUMNS = (
     "status", "finish_reason", "has_content", "has_tool_calls", "tool_history",
@@ -133,22 +133,6 @@ def refresh_class_labels(con: duckdb.DuckDBPyConnection) -> bool:
     insert_rows(con, "class_labels", ("incident_class", "tool_history", "upstream_failure", "ladder_trigger"),
                 list(CLASS_LABELS))
     return True
-
-
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """Insert many Python rows at once (through Arrow; executemany is row by row)."""
-    import pyarrow as pa
-
-    types = {name: con.execute(
-        "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, name]
-    ).fetchall()[0][0] for name in columns}
-    arrow = pa.table({name: [r[i] for r in rows] for i, name in enumerate(columns)})
-    con.register("_rows_to_insert", arrow)
-    try:
-        select = ", ".join(f'CAST("{c}" AS {types[c]})' for c in columns)
-        con.execute(f'INSERT INTO {table} ({", ".join(columns)}) SELECT {select} FROM _rows_to_insert')
-    finally:
-        con.unregister("_rows_to_insert")
 
 
 def check_caller_deadline(seconds: object) -> float:

@@ -35,6 +35,7 @@ from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.outputs.lake import (PARTITIONED_BY, LakeReport, check_out_dir, export_lock, manifest_entry, manifest_of,
                                    new_staging, swap_lake_in, write_relation)
 from analyzer.questions.spark.raw_lake import LakeRelations, lake_relations
+from analyzer.store.db import registered
 from analyzer.store.lake import PARTITION, check_lake_path, lake_schema
 from analyzer.store.lake_files import files_on_disk
 
@@ -98,11 +99,8 @@ def write_relations(spark: SparkSession, relations: LakeRelations, out: Path, st
                 _spark_write(frame, table, staging, compression)
                 entries[table] = _entry(table, columns, staging, con)
             else:
-                con.register("_relation", frame if isinstance(frame, pa.Table) else frame.toArrow())
-                try:
+                with registered(con, "_relation", frame if isinstance(frame, pa.Table) else frame.toArrow()):
                     _, entries[table] = write_relation(con, table, columns, staging, compression, source="_relation")
-                finally:
-                    con.unregister("_relation")
             report.tables[table] = entries[table]["rows"]
         records = [str(staging / "records" / f["path"]) for f in entries["records"]["files"]]
         first, last = con.execute("SELECT min(ts), max(ts) FROM read_parquet(?, hive_partitioning = false)",

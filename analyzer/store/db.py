@@ -66,6 +66,18 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, data) -> Iterator[duck
         con.unregister(name)
 
 
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """Insert many Python rows at once (through Arrow, cast to the table's types; executemany is row by row)."""
+    import pyarrow as pa
+
+    types = {name: con.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [table, name]
+    ).fetchall()[0][0] for name in columns}
+    select = ", ".join(f'CAST("{c}" AS {types[c]})' for c in columns)
+    with registered(con, "_rows_to_insert", pa.table({name: [r[i] for r in rows] for i, name in enumerate(columns)})):
+        con.execute(f'INSERT INTO {table} ({", ".join(columns)}) SELECT {select} FROM _rows_to_insert')
+
+
 #: DuckDB's memory bound ($ANALYZER_MEMORY_LIMIT): with the Arrow batch being
 #: stored beside it, a week's ingest stays well under 1 GB of peak RSS.
 MEMORY_LIMIT = os.environ.get("ANALYZER_MEMORY_LIMIT", "384MB")

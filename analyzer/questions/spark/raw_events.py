@@ -17,9 +17,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analyzer.classification.turns import insert_rows
 from analyzer.questions.spark.raw_records import FREE_TEXT, pod_of_prefix
-from analyzer.store.db import connect
+from analyzer.store.db import connect, insert_rows
 from analyzer.store.record_sql import EVENT_WORDS, INSERT_EVENTS, NO_REST
 
 #: The longest event line kept, as the ingest cuts it.

@@ -22,12 +22,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from analyzer.classification.turns import insert_rows
 from analyzer.classification.windows import write_windows
 from analyzer.ingestion.metric_stage import store_stage
 from analyzer.ingestion.metric_store import store_model_map
 from analyzer.ingestion.metrics import stage_metric_files
-from analyzer.store.db import connect, transaction
+from analyzer.store.db import connect, insert_rows, registered, transaction
 from analyzer.store.holdings import WEDGE_WINDOW_SETTING
 
 POD_WINDOWS_DDL = ("pod STRING, model_name STRING, kind STRING, start_ts TIMESTAMP_NTZ, end_ts TIMESTAMP_NTZ, "
@@ -109,10 +108,7 @@ def _seed(con, stored: dict[str, pa.Table]) -> None:
     """The metric relations stored before, into the scratch database (the labels back to JSON)."""
     for name in METRIC_RELATIONS:
         if name in stored:
-            con.register("_stored", stored[name])
-            try:
-                cols = ", ".join(f'"{c}"' for c in stored[name].column_names)
-                select = cols.replace('"labels"', 'CAST("labels" AS JSON)')
+            cols = ", ".join(f'"{c}"' for c in stored[name].column_names)
+            select = cols.replace('"labels"', 'CAST("labels" AS JSON)')
+            with registered(con, "_stored", stored[name]):
                 con.execute(f"INSERT INTO {name} ({cols}) SELECT {select} FROM _stored")
-            finally:
-                con.unregister("_stored")
