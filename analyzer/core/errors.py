@@ -103,3 +103,9 @@ def one_line(message: str) -> str:
             break  # the quoted SQL and its caret come last
         kept.append(stripped)
     return " ".join(kept) if kept else str(message).strip()
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message that is not blank, else its type's name (Spark's and
+    sqlglot's errors run to many lines: a stack, the plan, the query marked up)."""
+    return next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)

@@ -16,7 +16,7 @@ from typing import IO, Any, Mapping
 
 import duckdb
 
-from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.errors import AnalyzerError, ExitCode, first_line
 from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.guard import check_question
 from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
@@ -150,7 +150,7 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
         except (AnalyzerError, BrokenPipeError):
             raise
         except Exception as exc:  # Spark's errors (analysis, execution, a missing file) are the SQL's
-            first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            first = first_line(exc)
             raise SqlError(f"{resolve(query).label} failed on Spark: {first}") from exc
     except BrokenPipeError:
         return _reader_left(out)

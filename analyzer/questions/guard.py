@@ -37,7 +37,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.errors import AnalyzerError, ExitCode, first_line
 from analyzer.questions.allowed import NAMED, PRAGMAS, TYPED
 from analyzer.store.catalog import load_queries
 
@@ -94,7 +94,7 @@ def parse_question(sql: str, label: str = "the SQL") -> exp.Expression:
         with _quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except SqlglotError as exc:
-        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = first_line(exc)
         raise QuestionRefused(f"{label} cannot be checked by the question guard ({first}); a question is one "
                               f"SELECT over the database's relations ({DOCS})") from exc
     if len(statements) != 1:

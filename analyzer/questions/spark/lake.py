@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from analyzer.core.errors import first_line
 from analyzer.questions.spark.binding import spark_args
 from analyzer.questions.spark.sql import catalog_relations, relations_read, spark_sql, to_spark_sql
 from analyzer.store.asking import resolve
@@ -171,7 +172,7 @@ def _remote_manifest(spark, lake: str) -> dict:
             stream.close()
         doc = json.loads(text)
     except Exception as exc:  # not there, not readable (Spark's own errors), not JSON
-        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = first_line(exc)
         raise LakeError(f"lake {lake}: cannot read {MANIFEST}: {first}") from exc
     # The names become view names and quoted columns: checked as for a local lake.
     return check_manifest(doc, lake)
