@@ -695,13 +695,15 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
                 f"wedge window ({w_us / US:g}s): every interval is a gap and no wedge can be seen "
                 "(use a finer step or a longer --wedge-window)")
 
-    # Per unit: the increases of the other pods of its model (they may have served its requests).
-    others_of = {unit: sorted(t for u, inc in increases_of.items() if u[1] == unit[1] and u != unit for t in inc)
-                 for unit in runs_of}
+    def others(unit: Unit) -> list[int]:
+        """The increases of the other pods of the unit's model (they may have served its requests);
+        made per unit as it is used, not kept for every unit at once (pods x pods x a week of scrapes)."""
+        return sorted(t for u, inc in increases_of.items() if u[1] == unit[1] and u != unit for t in inc)
+
     for i, (unit, runs) in enumerate(runs_of.items()):
         if progress:
             progress(i, len(runs_of), f"pod windows {unit[0]}")
-        log_demand = _log_demand(requests.get(unit[1], []), others_of[unit], w_us)
+        log_demand = _log_demand(requests.get(unit[1], []), others(unit), w_us)
         result.windows += _wedges(unit, runs, demand.get(unit, ([], [])), log_demand, w_us)
 
     for unit, points in sleep.items():
@@ -735,7 +737,7 @@ def compute_windows(con: duckdb.DuckDBPyConnection, wedge_window: str | float = 
         model = unit[1]
         explained = [(w.start_us, w.end_us) for w in result.windows
                      if w.model_name == model and w.kind in (WEDGED, DOWN) and not w.inferred]
-        suspects = _log_demand(_outside(failing.get(model, []), explained), others_of[unit], w_us)
+        suspects = _log_demand(_outside(failing.get(model, []), explained), others(unit), w_us)
         result.windows += _frozen_gauge_wedges(unit, runs, demand.get(unit, ([], [])), suspects, w_us)
 
     result.windows = _merge(_clip_wedges(result.windows))

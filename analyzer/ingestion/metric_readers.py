@@ -215,7 +215,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     a kept line that is not a sample is an error naming its line number.
 
     Raises:
-        InputError: a malformed sample line of a kept metric, or a file DuckDB cannot read as lines.
+        InputError: a malformed sample line of a kept metric.
     """
     con.execute("CREATE OR REPLACE TEMP TABLE _metric_lines (n BIGINT, line VARCHAR)")
     con.execute(f"""

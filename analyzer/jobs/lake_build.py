@@ -114,7 +114,8 @@ def check_inputs(opts: LakeBuildOptions) -> None:
 
     Raises:
         AnalyzerError: (usage) the lake's folder is a file, or holds something other
-            than a lake; InputError: a local path (log or metrics) that matches nothing.
+            than a lake; InputError: a local path (log or metrics) that matches nothing;
+            WriteError: another export or build is writing a first lake there.
     """
     check_out_dir(opts.lake, "lake")
     local = [p for p in opts.logs if not p.startswith(_URI)]

@@ -257,7 +257,12 @@ def _busy(out: Path, fd: int, param: str) -> WriteError:
 
 
 def _check_not_locked(out: Path, param: str) -> None:
-    """Raise :func:`_busy`'s error when another export holds ``out``'s lock (a lock never made is not held)."""
+    """Raise :func:`_busy`'s error when another export holds ``out``'s lock (a lock never made is not held).
+
+    flock cannot be asked without being taken: the lock is held shared for the
+    instant of the check, and an export starting in that instant is refused as
+    by a running one (three exports at once).
+    """
     try:
         fd = os.open(out / LOCK, os.O_RDONLY)
     except OSError:  # no lock there (or one this user cannot read): the folder is judged as it is
@@ -265,9 +270,9 @@ def _check_not_locked(out: Path, param: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as exc:
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise
-        raise _busy(out, fd, param) from exc
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise _busy(out, fd, param) from exc
+        # (another error, a file system without locks: cannot tell; the folder is judged as it is)
     finally:
         os.close(fd)  # (releases the shared lock when it was taken)
 
@@ -315,6 +320,8 @@ def check_out_dir(out_dir: str | Path, param: str = "out_dir") -> Path:
         # An export swapping its relations in writes the manifest last: until then the lake it is
         # writing looks like a folder of something else. It is said as the lock says it.
         _check_not_locked(out, param)
+        if manifest_of(out) is not None:
+            return out  # that export ended between the first look and the lock's: a lake now
         raise AnalyzerError(f"{param} {out}: not empty and not a lake (no {MANIFEST}); "
                             "give a new or empty folder", ExitCode.USAGE, param=param)
     return out
