@@ -501,6 +501,11 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
     def up_of(lab: dict[str, str], n: int, value=1.0) -> _Series:
         return _Series({k: v for k, v in lab.items() if k not in ("model_name", "engine")}, [value] * n)
 
+    def engine(lab: dict[str, str], tokens: list, running: list, waiting: list) -> list[_Series]:
+        """The series the wedge rule reads of one unit: its generation counter, requests running and waiting."""
+        return [_Series({"__name__": metric, **lab}, values) for metric, values in
+                ((GENERATION_TOKENS, tokens), (REQUESTS_RUNNING, running), (REQUESTS_WAITING, waiting))]
+
     RESET = "reset"
     out = []
 
@@ -515,9 +520,8 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
     last_inc = serve - 1  # the step of the last increase: the offline window starts here
     out.append(_Scenario(
         "wedged pod fires; its idle sibling does not", n,
-        [_Series({"__name__": GENERATION_TOKENS, **a}, counter([(serve, 900), (stuck, 0), (after, 900)])),
-         _Series({"__name__": REQUESTS_RUNNING, **a}, gauge([(serve, 3), (stuck, 3), (after, 2)])),
-         _Series({"__name__": REQUESTS_WAITING, **a}, [0] * serve + list(range(1, stuck + 1)) + [0] * after),
+        [*engine(a, counter([(serve, 900), (stuck, 0), (after, 900)]), gauge([(serve, 3), (stuck, 3), (after, 2)]),
+                 [0] * serve + list(range(1, stuck + 1)) + [0] * after),
          _Series({"__name__": KV_CACHE_USAGE, **a}, gauge([(serve, 0.6), (stuck, 0.99), (after, 0.5)])),
          _Series({"__name__": SLEEP_STATE, **a, "sleep_state": "awake"}, [1] * n),
          up_of(a, n),
@@ -525,9 +529,7 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
          # meanwhile: not the vLLM target's `up`.
          _Series({**up_of(a, 0).labels, "instance": "10.244.17.23:9000", "job": "sidecar"},
                  gauge([(serve, 1), (stuck, 0), (after, 1)])),
-         _Series({"__name__": GENERATION_TOKENS, **b}, counter([(n, 0)], start=5000)),
-         _Series({"__name__": REQUESTS_RUNNING, **b}, [0] * n),
-         _Series({"__name__": REQUESTS_WAITING, **b}, [0] * n),
+         *engine(b, counter([(n, 0)], start=5000), [0] * n, [0] * n),
          up_of(b, n)],
         # Pending once the counter is seen flat after the last increase, firing W later, until the next
         # increase ends it.
@@ -538,9 +540,7 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
     n = 4 * W
     out.append(_Scenario(
         "a sleeping engine does not fire", n,
-        [_Series({"__name__": GENERATION_TOKENS, **q}, counter([(W, 400), (n - W, 0)])),
-         _Series({"__name__": REQUESTS_RUNNING, **q}, [0] * n),
-         _Series({"__name__": REQUESTS_WAITING, **q}, gauge([(W, 0), (n - W, 2)])),
+        [*engine(q, counter([(W, 400), (n - W, 0)]), [0] * n, gauge([(W, 0), (n - W, 2)])),
          _Series({"__name__": SLEEP_STATE, **q, "sleep_state": "awake"}, gauge([(W, 1), (n - W, 0)])),
          _Series({"__name__": SLEEP_STATE, **q, "sleep_state": "weights_offloaded"}, gauge([(W, 0), (n - W, 1)])),
          up_of(q, n)],
@@ -552,10 +552,8 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
     n = W + 2 * half + W
     out.append(_Scenario(
         "a restart (counter reset) does not fire", n,
-        [_Series({"__name__": GENERATION_TOKENS, **q},
-                 counter([(W, 400), (half, 0), (1, RESET), (half - 1, 0), (W, 400)], start=50_000)),
-         _Series({"__name__": REQUESTS_RUNNING, **q}, [2] * n),
-         _Series({"__name__": REQUESTS_WAITING, **q}, [1] * n),
+        [*engine(q, counter([(W, 400), (half, 0), (1, RESET), (half - 1, 0), (W, 400)], start=50_000),
+                 [2] * n, [1] * n),
          up_of(q, n)],
         {WEDGED_ALERT: []}))
 
@@ -573,10 +571,8 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
 
     out.append(_Scenario(
         "a scrape gap does not make a wedge", n,
-        [_Series({"__name__": GENERATION_TOKENS, **a},
-                 with_gap(counter([(W, 900), (spell + gap + spell, 0), (W, 900)]))),
-         _Series({"__name__": REQUESTS_RUNNING, **a}, with_gap([3] * n)),
-         _Series({"__name__": REQUESTS_WAITING, **a}, with_gap([2] * n)),
+        [*engine(a, with_gap(counter([(W, 900), (spell + gap + spell, 0), (W, 900)])), with_gap([3] * n),
+                 with_gap([2] * n)),
          _Series(up_of(a, n).labels, with_gap([1] * n))],
         {WEDGED_ALERT: []}))
 
@@ -590,15 +586,11 @@ def _scenarios(s: AlertSettings) -> list[_Scenario]:
     n = W + down + W
     out.append(_Scenario(
         "a down pod fires VLLMPodDown; a failing sidecar does not", n,
-        [_Series({"__name__": GENERATION_TOKENS, **q}, counter([(n, 400)])),
-         _Series({"__name__": REQUESTS_RUNNING, **q}, [1] * n),
-         _Series({"__name__": REQUESTS_WAITING, **q}, [0] * n),
+        [*engine(q, counter([(n, 400)]), [1] * n, [0] * n),
          up_of(q, n),
-         _Series({"__name__": UP, **{k: v for k, v in r.items() if k not in ("model_name", "engine")}},
-                 [None] * W + [0] * down + [1] * W),
-         _Series({"__name__": GENERATION_TOKENS, **r}, [None] * (W + down) + counter([(W, 700)], start=0)),
-         _Series({"__name__": REQUESTS_RUNNING, **r}, [None] * (W + down) + [1] * W),
-         _Series({"__name__": REQUESTS_WAITING, **r}, [None] * (W + down) + [0] * W),
+         _Series(up_of(r, 0).labels, [None] * W + [0] * down + [1] * W),
+         *engine(r, [None] * (W + down) + counter([(W, 700)], start=0), [None] * (W + down) + [1] * W,
+                 [None] * (W + down) + [0] * W),
          _Series({"__name__": UP, **side}, [1] * W + [0] * down + [1] * W)],
         # Pending from the first failed scrape, firing W later, until the first good one.
         {DOWN_ALERT: [(W, W + down, {"alertname": DOWN_ALERT, "severity": s.severity[DOWN_ALERT],

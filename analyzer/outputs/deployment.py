@@ -42,18 +42,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def deployment_findings(con: duckdb.DuckDBPyConnection, params: dict[str, Any],
+def deployment_findings(con: duckdb.DuckDBPyConnection, scope: dict[str, Any],
                         episodes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The findings that need a deployment fix, per model, in the summary's scope.
 
-    ``params`` are the summary's scope (``since``, ``until``, ``models``);
+    ``scope`` is the summary's (``since``, ``until``, ``models``);
     ``episodes`` the summary's pod windows (:func:`analyzer.classification.windows.wedged_episodes`),
     whose inferred wedges become findings too. Returns ``findings`` (each ``kind``,
     ``model``, ``turns`` and a ``message`` a person acts on), the rows behind them
     (``reasoning``, ``thinking_budget``) and ``repaired``, the answers the proxy
     repaired in all.
     """
-    scope = {"since": params.get("since"), "until": params.get("until"), "models": params.get("models")}
     reasoning = [dict(zip(_REASONING_KEYS, r)) for r in ask(con, "reasoning_findings", scope)]
     budget = [dict(zip(_BUDGET_KEYS, r)) for r in ask(con, "thinking_budget_rung", scope)]
     findings: list[dict[str, Any]] = []

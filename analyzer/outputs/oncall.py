@@ -172,7 +172,6 @@ class Threshold:
     op: str
     value: float
     percent: bool
-    text: str
 
     def crossed(self, observed: float) -> bool:
         """Whether ``observed`` (a count, or a share in [0, 1] for a percent threshold) crosses it."""
@@ -204,7 +203,7 @@ def parse_fail_on(specs: Iterable[str] | None) -> list[Threshold]:
             if m["pct"] and metric in _COUNT_ONLY:
                 raise AnalyzerError(f"threshold {part.strip()!r}: {metric} is a count, not a share of the turns",
                                     ExitCode.USAGE, **_ABOUT_SPECS)
-            out.append(Threshold(metric, m["op"], float(m["value"]), bool(m["pct"]), part.strip()))
+            out.append(Threshold(metric, m["op"], float(m["value"]), bool(m["pct"])))
     return out
 
 
@@ -222,38 +221,26 @@ def _observed(summary: dict[str, Any], metric: str) -> int:
     }[metric]
 
 
-def evaluate_fail_on(summary: dict[str, Any], thresholds: Iterable[Threshold]) -> list[dict[str, Any]]:
-    """Each threshold against the summary: what was observed and whether it crossed.
+def check_fail_on(summary: dict[str, Any], thresholds: Iterable[Threshold]) -> None:
+    """Raise when a threshold is crossed (after the summary was printed).
 
     Shares are of the summary's turns (its ``--model``/``--since``/``--until``
     scope): ``tool-history-5xx>2%`` under ``--model glm-5`` is the GLM-5 rate.
-    """
-    results = []
-    turns = summary.get("turns", 0)
-    for t in thresholds:
-        count = _observed(summary, t.metric)
-        observed = (count / turns if turns else 0.0) if t.percent else count
-        shown = (f"{observed * 100:.2f}% ({count:,} of {turns:,} turns)" if t.percent else f"{count:,}")
-        results.append({"threshold": t.text, "metric": t.metric, "count": count,
-                        "value": round(observed, 6) if t.percent else count, "percent": t.percent,
-                        "limit": t.value, "crossed": t.crossed(observed),
-                        "detail": f"{t.metric} {shown} {t.op} {t.value:g}{'%' if t.percent else ''}"})
-    return results
-
-
-def check_fail_on(summary: dict[str, Any], thresholds: Iterable[Threshold]) -> list[dict[str, Any]]:
-    """Raise when a threshold is crossed (after the summary was printed); return the evaluations.
 
     Raises:
         AnalyzerError: exit code :attr:`~analyzer.core.errors.ExitCode.THRESHOLD` (7), ``param="thresholds"``,
             one line naming every crossed threshold and its value.
     """
-    results = evaluate_fail_on(summary, thresholds)
-    crossed = [r for r in results if r["crossed"]]
+    crossed = []
+    turns = summary.get("turns", 0)
+    for t in thresholds:
+        count = _observed(summary, t.metric)
+        observed = (count / turns if turns else 0.0) if t.percent else count
+        if t.crossed(observed):
+            shown = (f"{observed * 100:.2f}% ({count:,} of {turns:,} turns)" if t.percent else f"{count:,}")
+            crossed.append(f"{t.metric} {shown} {t.op} {t.value:g}{'%' if t.percent else ''}")
     if crossed:
         raise AnalyzerError(
-            f"{len(crossed)} threshold{'s' if len(crossed) != 1 else ''} crossed: "
-            + "; ".join(r["detail"] for r in crossed),
+            f"{len(crossed)} threshold{'s' if len(crossed) != 1 else ''} crossed: " + "; ".join(crossed),
             ExitCode.THRESHOLD, param="thresholds",
         )
-    return results

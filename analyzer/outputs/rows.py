@@ -73,8 +73,6 @@ def json_value(v: Any) -> Any:
 def _text(v: Any) -> str:
     if v is None:
         return ""
-    if isinstance(v, (datetime, date, time)):
-        return _iso(v)
     if isinstance(v, (dict, list, tuple)):
         return _json_dumps(json_value(v))
     return str(json_value(v))

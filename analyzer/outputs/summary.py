@@ -151,8 +151,8 @@ def build_summary(
         "oncall": build_oncall(con, models=models, since=since, until=until) if with_oncall else None,
         "skipped_files": skipped_files_summary(con),
         "lost_records": lost_records_summary(con, since=since, until=until),
-        "slow_completions": slow_completions_summary(con, models=models, since=since, until=until),
-        "replicas": replicas_summary(con, models=models, since=since, until=until),
+        "slow_completions": slow_completions_summary(con, scope),
+        "replicas": replicas_summary(con, scope),
         "metrics": {
             "episodes": episodes,
             "samples": n_samples,
@@ -232,19 +232,14 @@ def lost_records_summary(
     }
 
 
-def slow_completions_summary(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    models: list[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> dict[str, Any]:
-    """The proxy's slow-completion warnings in the period, and the turns they flag (view ``slow_turns``).
+def slow_completions_summary(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> dict[str, Any]:
+    """The proxy's slow-completion warnings in the summary's ``scope`` (models, since, until), and the
+    turns they flag (view ``slow_turns``).
 
     A warning says the deployment's threshold was passed, so the caller may have
     given up; it is a flag on the turn, not a failure class.
     """
-    found = ask(con, "slow_completions_by_model", {"models": models or None, "since": since, "until": until})
+    found = ask(con, "slow_completions_by_model", scope)
     by_model = []
     for m, n, mx, t, f in sorted(found, key=lambda r: (not is_glm(r[0]), r[0] or "")):
         by_model.append({"model": m, "warnings": int(n), "turns_flagged": int(t), "failed_flagged": int(f),
@@ -258,21 +253,15 @@ def slow_completions_summary(
     }
 
 
-def replicas_summary(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    models: list[str] | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> list[dict[str, Any]]:
-    """Turns, failures, slow warnings and lost records per proxy replica (``proxy_pod``).
+def replicas_summary(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> list[dict[str, Any]]:
+    """Turns, failures, slow warnings and lost records per proxy replica (``proxy_pod``) in the summary's
+    ``scope`` (models, since, until).
 
     Empty when no turn in scope says its replica (S3 chunks of older proxies,
     single-pod stdout). Turns whose replica is not known are one row with
     ``proxy_pod`` None. The question ``replicas`` of queries/.
     """
-    found = ask(con, "replicas", {"models": models or None, "since": since, "until": until,
-                                  "kinds": list(LOST_KINDS)})
+    found = ask(con, "replicas", {**scope, "kinds": list(LOST_KINDS)})
     if not any(pod is not None and n for pod, n, _f, _s, _l in found):
         return []
     # A replica is listed for its turns, or for the records it says it lost.

@@ -77,10 +77,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     print_skipped_files(summary, out)
     print_holdings(summary, out)
 
-    models = Table(title="Turns and sessions per model", title_justify="left")
-    for col in ("model", "turns", "sessions", "tool sessions", "failed", "ladder addressable", "sessions ended on failure"):
-        # never cut: the tail of a name is what tells two models apart (too wide: the table stacks)
-        models.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
+    # never cut: the tail of a name is what tells two models apart (too wide: the table stacks)
+    models = _table("Turns and sessions per model", ("model", "turns", "sessions", "tool sessions", "failed",
+                                                     "ladder addressable", "sessions ended on failure"), names=("model",))
     for m in summary["models"]:
         failed = sum(v["count"] for c, v in m["classes"].items() if c != "ok")
         models.add_row(
@@ -125,6 +124,15 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         print_sizing(summary["sizing"], out)
     print_oncall(summary.get("oncall"), out)
     print_next(summary.get("next"), out)
+
+
+def _table(title: str, columns: tuple[str, ...], names: tuple[str, ...], left: tuple[str, ...] = ()) -> Table:
+    """A titled table of figures: the ``names`` columns left-justified and never wrapped (a name too
+    wide stacks the table, :func:`Table`), the ``left`` ones left-justified, the rest right-justified."""
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, justify="left" if col in names or col in left else "right", no_wrap=col in names)
+    return t
 
 
 def print_next(section: dict[str, Any] | None, out: Console) -> None:
@@ -179,9 +187,8 @@ def print_proxy_health(summary: dict[str, Any], out: Console) -> None:
                   "a flag, not a failure")
     replicas = summary.get("replicas") or []
     if replicas:
-        t = Table(title="Per proxy replica (proxy_pod)", title_justify="left")
-        for col in ("replica", "turns", "failed", "failure rate", "slow warnings", "lost records"):
-            t.add_column(col, justify="left" if col == "replica" else "right", no_wrap=col == "replica")
+        t = _table("Per proxy replica (proxy_pod)",
+                   ("replica", "turns", "failed", "failure rate", "slow warnings", "lost records"), names=("replica",))
         for r in replicas:
             t.add_row(safe_text(r["proxy_pod"]) if r["proxy_pod"] is not None else "(not said)",
                       f"{r['turns']:,}", f"{r['failed']:,}", pct(r["failure_rate"]),
@@ -246,13 +253,12 @@ def print_sizing(s: dict[str, Any], out: Console) -> None:
 def _before_after_table(ba: dict[str, Any]) -> Table:
     """Tool sessions lost per 100 without and with the ladder, per class, with 95% intervals."""
     neither = ba.get("tool_sessions_neither") or 0
-    t = Table(title=f"Did the ladder work? Tool sessions lost per 100, without the ladder "
-                    f"({ba['tool_sessions_without']:,} sessions) and with it ({ba['tool_sessions_with']:,}), "
-                    "as the records tell them apart (95% intervals)"
-                    + (f"; {neither:,} more in neither (the ladder was off for their model, or their records do "
-                       "not say)" if neither else ""), title_justify="left")
-    for col in ("class of the last turn", "without", "with", "change"):
-        t.add_column(col, justify="left" if col.startswith("class") else "right", no_wrap=col.startswith("class"))
+    t = _table(f"Did the ladder work? Tool sessions lost per 100, without the ladder "
+               f"({ba['tool_sessions_without']:,} sessions) and with it ({ba['tool_sessions_with']:,}), "
+               "as the records tell them apart (95% intervals)"
+               + (f"; {neither:,} more in neither (the ladder was off for their model, or their records do "
+                  "not say)" if neither else ""),
+               ("class of the last turn", "without", "with", "change"), names=("class of the last turn",))
 
     def rate(p, lo, hi, k):
         return f"{p:.1f} [{lo:.1f}–{hi:.1f}] ({k:,})"
@@ -267,12 +273,11 @@ def _before_after_table(ba: dict[str, Any]) -> Table:
 
 def _rung_table(rows: list[dict[str, Any]], title: str) -> Table:
     """Per-rung recovery with 95% Wilson intervals."""
-    t = Table(title=f"{title} (outside wedged windows, 95% Wilson intervals)", title_justify="left")
     # A rung the upstream refused (400/422) is not reached; the column shows only when one was.
     refused = any(r.get("refused") for r in rows)
-    for col in ("trigger", "rung", "reached", "recovered", *(("refused",) if refused else ()),
-                "recovered | reached", "cumulative"):
-        t.add_column(col, justify="left" if col in ("trigger", "rung") else "right", no_wrap=col in ("trigger", "rung"))
+    t = _table(f"{title} (outside wedged windows, 95% Wilson intervals)",
+               ("trigger", "rung", "reached", "recovered", *(("refused",) if refused else ()),
+                "recovered | reached", "cumulative"), names=("trigger", "rung"))
     for r in rows:
         ci, cc = r["conditional_interval"], r["cumulative_interval"]
         t.add_row(
@@ -348,9 +353,8 @@ def print_sleeping(episodes: list[dict[str, Any]], out: Console) -> None:
     asleep = [e for e in episodes if e["kind"] == "sleeping"]
     if not asleep:
         return
-    s = Table(title="Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)", title_justify="left")
-    for col, justify in (("pod", "left"), ("model", "left"), ("start (UTC)", "left"), ("duration", "right")):
-        s.add_column(col, justify=justify, no_wrap=col in ("pod", "model"))
+    s = _table("Sleeping engines (vllm:engine_sleep_state; flat on purpose, not wedged)",
+               ("pod", "model", "start (UTC)", "duration"), names=("pod", "model"), left=("start (UTC)",))
     for e in asleep:
         s.add_row(_t(e["pod"] or "?"), _t(e["model_name"] or "?"),
                   e["start"].replace("T", " ").removesuffix("Z"), _duration(e["duration_s"]))
@@ -451,11 +455,10 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
         out.print("  no provider or model failed every call; no vLLM engine crash texts")
 
     if section["rate_limit_bursts"]:
-        t = Table(title=f"429 bursts (rate-limited turns of one provider and model at most "
-                        f"{section['parameters']['burst_gap_s']:g} s apart)", title_justify="left")
-        for col in ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"):
-            t.add_column(col, justify="left" if col in ("provider", "model", "start (UTC)") else "right",
-                         no_wrap=col in ("provider", "model"))
+        t = _table(f"429 bursts (rate-limited turns of one provider and model at most "
+                   f"{section['parameters']['burst_gap_s']:g} s apart)",
+                   ("provider", "model", "start (UTC)", "duration", "429s", "calls in window", "ok in window"),
+                   names=("provider", "model"), left=("start (UTC)",))
         for b in section["rate_limit_bursts"]:
             t.add_row(Text(tt(b["provider"])), Text(tt(b["model"])), b["start"].replace("T", " ").removesuffix("Z")[:19],
                       f"{b['duration_s']:,.0f} s", f"{b['rate_limited_turns']:,}", f"{b['calls_in_window']:,}",
@@ -464,17 +467,15 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
 
     if not section["latency"]:
         return  # no turns in scope: nothing more to show
-    t = Table(title="Latency per model and provider", title_justify="left")
-    for col in ("model", "provider", "turns", "p50", "p95", "p99", "max"):
-        t.add_column(col, justify="left" if col in ("model", "provider") else "right", no_wrap=col in ("model", "provider"))
+    t = _table("Latency per model and provider", ("model", "provider", "turns", "p50", "p95", "p99", "max"),
+               names=("model", "provider"))
     for r in section["latency"]:
         t.add_row(Text(tt(r["model"])), Text(tt(r["provider"])), f"{r['turns']:,}", _ms(r["p50_ms"]),
                   _ms(r["p95_ms"]), _ms(r["p99_ms"]), _ms(r["max_ms"]))
     out.print(t)
 
-    t = Table(title="Tokens per model (turns with usage)", title_justify="left")
-    for col in ("model", "turns", "with usage", "prompt", "completion", "cached", "mean prompt", "mean completion"):
-        t.add_column(col, justify="left" if col == "model" else "right", no_wrap=col == "model")
+    t = _table("Tokens per model (turns with usage)", ("model", "turns", "with usage", "prompt", "completion", "cached",
+                                                        "mean prompt", "mean completion"), names=("model",))
     for r in section["tokens"]:
         mp, mc = r["mean_prompt_tokens"], r["mean_completion_tokens"]
         t.add_row(Text(tt(r["model"])), f"{r['turns']:,}", f"{r['turns_with_usage']:,}", f"{r['prompt_tokens']:,}",
@@ -485,10 +486,9 @@ def print_oncall(section: dict[str, Any] | None, out: Any) -> None:
     if section["error_groups"]:
         shown = section["error_groups"][:10]
         more = len(section["error_groups"]) - len(shown) + section["error_groups_omitted"]
-        t = Table(title="Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
-                        + (f"; {more:,} more" if more else ""), title_justify="left")
-        for col in ("turns", "error text", "models", "class"):
-            t.add_column(col, justify="right" if col == "turns" else "left", no_wrap=col == "class")
+        t = _table("Error texts, numbers normalised (most frequent first; analyze sql error_groups for all)"
+                   + (f"; {more:,} more" if more else ""),
+                   ("turns", "error text", "models", "class"), names=("class",), left=("error text", "models"))
         for g in shown:
             pattern = Text(("[engine crash] " if g["engine_crash"] else "") + tt(g["pattern"], 100))
             t.add_row(f"{g['turns']:,}", pattern, Text(tt(g["models"])), Text(tt(g["main_class"])))
