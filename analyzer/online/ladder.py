@@ -70,6 +70,7 @@ from .classify import (
     TOOL_HISTORY_5XX,
     TurnFeatures,
     decide,
+    exception_text,
 )
 from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
 from .models import LADDER_MODELS, model_matches, model_patterns
@@ -508,11 +509,7 @@ def _short_repr(value: Any) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
-    try:
-        text = f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001
-        text = type(exc).__name__
-    return text[:500]
+    return exception_text(exc)[:500]
 
 
 def _ladder_steps(payload: Mapping[str, Any], settings: "LadderSettings", deadline: float | None
