@@ -74,7 +74,7 @@ from .classify import (
 )
 from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
 from .models import LADDER_MODELS, model_matches, model_patterns
-from .normalize import ClientRequestError, normalize_thinking
+from .normalize import BUDGET_OVERHEAD_TOKENS, ClientRequestError, normalize_thinking
 from .reasoning import repair_leaked_answer
 from .templates import check_templates
 
@@ -414,7 +414,7 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
             # Without the client's cap there is nothing to size a budget from; a
             # budget of 0 would silently mean "no thinking", which is the next rung.
             raise RungUnavailable(rung, "the request has no max_tokens to size a thinking budget from")
-        budget = max_tokens - answer_reserve - 2
+        budget = max_tokens - answer_reserve - BUDGET_OVERHEAD_TOKENS
         asked = payload.get("thinking_token_budget")
         if isinstance(asked, int) and not isinstance(asked, bool) and 0 <= asked < budget:
             budget = asked  # never raise a budget the client set lower
