@@ -372,14 +372,14 @@ def flatten_messages(messages: Any) -> list:
     return out
 
 
-def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = None, answer_reserve: int = 256,
+def build_rung(payload: Mapping[str, Any], rung: str, *, answer_reserve: int = 256,
                templates: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return the payload for one rung, built from ``payload`` without mutating it.
 
-    ``model``, ``answer_reserve`` and ``templates`` (the operator's GLM template
-    override, see :func:`analyzer.online.normalize_thinking`) are used only by the
-    length rungs: ``disable_thinking`` on a GLM without an off switch (GLM-5.3 on)
-    asks for the lowest reasoning effort instead of sending a false key.
+    ``answer_reserve`` and ``templates`` (the operator's GLM template override, see
+    :func:`analyzer.online.normalize_thinking`) are used only by the length rungs:
+    ``disable_thinking`` on a GLM without an off switch (GLM-5.3 on; the model is
+    the payload's) asks for the lowest reasoning effort instead of sending a false key.
 
     Raises:
         RungUnavailable: the rung cannot be built from this payload (the ladder
@@ -423,7 +423,7 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
                                         f"answer reserve of {answer_reserve}")
         return {**payload, "thinking_token_budget": budget}
     # DISABLE_THINKING
-    name = model if isinstance(model, str) else payload.get("model")
+    name = payload.get("model")
     try:
         out = normalize_thinking(payload, name if isinstance(name, str) else "", False, templates=templates)
     except ClientRequestError as exc:
