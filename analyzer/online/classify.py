@@ -410,10 +410,14 @@ def parse_error(error: str | None, provider: str | None = None) -> tuple[str | N
     return ERROR_OTHER, None
 
 
+def exception_text(exc: BaseException) -> str:
+    """``<ExceptionType>: <message>``, as the proxy logs an exception; the type's name when ``str(exc)`` raises."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break classification
+        return type(exc).__name__
+
+
 def error_kind_of_exception(exc: BaseException) -> str:
     """Map an exception raised by a transport (httpx, aiohttp, stdlib) to an error kind."""
-    try:
-        text = f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001 - a broken __str__ must not break classification
-        text = type(exc).__name__
-    return parse_error(text)[0] or ERROR_OTHER
+    return parse_error(exception_text(exc))[0] or ERROR_OTHER

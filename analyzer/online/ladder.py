@@ -70,10 +70,11 @@ from .classify import (
     TOOL_HISTORY_5XX,
     TurnFeatures,
     decide,
+    exception_text,
 )
 from .features import answer_summary, features_from_exchange, requested_max_tokens, status_or_none
 from .models import LADDER_MODELS, model_matches, model_patterns
-from .normalize import ClientRequestError, normalize_thinking
+from .normalize import BUDGET_OVERHEAD_TOKENS, ClientRequestError, normalize_thinking
 from .reasoning import repair_leaked_answer
 from .templates import check_templates
 
@@ -371,14 +372,14 @@ def flatten_messages(messages: Any) -> list:
     return out
 
 
-def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = None, answer_reserve: int = 256,
+def build_rung(payload: Mapping[str, Any], rung: str, *, answer_reserve: int = 256,
                templates: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Return the payload for one rung, built from ``payload`` without mutating it.
 
-    ``model``, ``answer_reserve`` and ``templates`` (the operator's GLM template
-    override, see :func:`analyzer.online.normalize_thinking`) are used only by the
-    length rungs: ``disable_thinking`` on a GLM without an off switch (GLM-5.3 on)
-    asks for the lowest reasoning effort instead of sending a false key.
+    ``answer_reserve`` and ``templates`` (the operator's GLM template override, see
+    :func:`analyzer.online.normalize_thinking`) are used only by the length rungs:
+    ``disable_thinking`` on a GLM without an off switch (GLM-5.3 on; the model is
+    the payload's) asks for the lowest reasoning effort instead of sending a false key.
 
     Raises:
         RungUnavailable: the rung cannot be built from this payload (the ladder
@@ -413,7 +414,7 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
             # Without the client's cap there is nothing to size a budget from; a
             # budget of 0 would silently mean "no thinking", which is the next rung.
             raise RungUnavailable(rung, "the request has no max_tokens to size a thinking budget from")
-        budget = max_tokens - answer_reserve - 2
+        budget = max_tokens - answer_reserve - BUDGET_OVERHEAD_TOKENS
         asked = payload.get("thinking_token_budget")
         if isinstance(asked, int) and not isinstance(asked, bool) and 0 <= asked < budget:
             budget = asked  # never raise a budget the client set lower
@@ -422,7 +423,7 @@ def build_rung(payload: Mapping[str, Any], rung: str, *, model: str | None = Non
                                         f"answer reserve of {answer_reserve}")
         return {**payload, "thinking_token_budget": budget}
     # DISABLE_THINKING
-    name = model if isinstance(model, str) else payload.get("model")
+    name = payload.get("model")
     try:
         out = normalize_thinking(payload, name if isinstance(name, str) else "", False, templates=templates)
     except ClientRequestError as exc:
@@ -508,21 +509,13 @@ def _short_repr(value: Any) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
-    try:
-        text = f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001
-        text = type(exc).__name__
-    return text[:500]
+    return exception_text(exc)[:500]
 
 
 def _ladder_steps(payload: Mapping[str, Any], settings: "LadderSettings", deadline: float | None
                   ) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
     armed = model_matches(payload.get("model") if isinstance(payload, Mapping) else None, settings.model_patterns)
-    result = yield from _climb(payload, armed, rungs=settings.rung_order, length_recovery=settings.length_recovery,
-                               max_attempts=settings.max_attempts, time_budget_s=settings.time_budget_s,
-                               answer_reserve=settings.answer_reserve, clock=settings.clock, deadline=deadline,
-                               min_attempt_s=settings.min_attempt_s, templates=settings.templates,
-                               repair=settings.repair_reasoning)
+    result = yield from _climb(payload, armed, settings, deadline)
     if armed and settings.repair_reasoning:
         _repair_answer(result)
     return result
@@ -546,21 +539,8 @@ def _repair_answer(result: LadderResult) -> None:
         result.reasoning_repaired = True
 
 
-def _climb(
-    payload: Mapping[str, Any],
-    armed: bool,
-    *,
-    rungs: tuple[str, ...],
-    length_recovery: bool,
-    max_attempts: int | None,
-    time_budget_s: float,
-    answer_reserve: int,
-    clock: Callable[[], float],
-    deadline: float | None,
-    min_attempt_s: float,
-    templates: Mapping[str, str] | None,
-    repair: bool,
-) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
+def _climb(payload: Mapping[str, Any], armed: bool, settings: LadderSettings, deadline: float | None
+           ) -> Generator[tuple[str, Any, float | None, bool], _Outcome, LadderResult]:
     status, headers, body, latency, exc = yield (ORIGINAL, payload, None, False)  # type: ignore[misc]
     if exc is not None and not isinstance(exc, MalformedAnswer):
         raise exc  # the original call failed in transport: the proxy's own error path handles it
@@ -573,12 +553,13 @@ def _climb(
     first = _attempt(ORIGINAL, feats, status, body, latency, None)
     result = LadderResult(status=status, headers=forwardable_headers(headers), body=body, attempts=[first],
                           upstream_headers=headers, armed=armed)
-    trigger = ladder_trigger(feats, length_recovery=length_recovery) if armed else None
+    trigger = ladder_trigger(feats, length_recovery=settings.length_recovery) if armed else None
     if trigger is None:
         return result
     result.trigger = trigger
-    plan = LENGTH_RUNGS if trigger == LENGTH_WITH_NO_CONTENT else rungs
-    limit = max_attempts if max_attempts is not None else 1 + len(plan)
+    plan = LENGTH_RUNGS if trigger == LENGTH_WITH_NO_CONTENT else settings.rung_order
+    limit = settings.max_attempts if settings.max_attempts is not None else 1 + len(plan)
+    clock = settings.clock
     started = clock()
     result.outcome = EXHAUSTED
     for rung in plan:
@@ -586,16 +567,17 @@ def _climb(
             result.outcome = ATTEMPT_LIMIT
             break
         now = clock()
-        budget_left = time_budget_s - (now - started)
+        budget_left = settings.time_budget_s - (now - started)
         deadline_left = math.inf if deadline is None else deadline - now
         if budget_left <= 0:
             result.outcome = TIME_BUDGET
             break
-        if deadline_left < min_attempt_s:
+        if deadline_left < settings.min_attempt_s:
             result.outcome = DEADLINE  # this rung could not finish before the caller gives up
             break
         try:
-            rung_payload = build_rung(payload, rung, answer_reserve=answer_reserve, templates=templates)
+            rung_payload = build_rung(payload, rung, answer_reserve=settings.answer_reserve,
+                                      templates=settings.templates)
         except RungUnavailable as skip:
             result.skipped.append({"rung": rung, "reason": skip.reason})
             continue
@@ -605,12 +587,11 @@ def _climb(
         binds = deadline_left <= budget_left
         status, headers, body, latency, exc = yield (rung, rung_payload, min(budget_left, deadline_left), binds)
         if exc is not None:
+            f = features_from_exchange(rung_payload, None, None, exc)
             if isinstance(exc, BudgetExceeded):
-                f = features_from_exchange(rung_payload, None, None, exc)
                 result.attempts.append(_attempt(rung, f, None, None, latency, exc, TIMEOUT))
                 result.outcome = DEADLINE if isinstance(exc, DeadlineExceeded) else TIME_BUDGET
                 break
-            f = features_from_exchange(rung_payload, None, None, exc)
             cls = OTHER_5XX if isinstance(exc, MalformedAnswer) else None
             result.attempts.append(_attempt(rung, f, None, None, latency, exc, cls))
             if isinstance(exc, MalformedAnswer):
@@ -625,6 +606,7 @@ def _climb(
         if att.refused:
             att.refused_reason = refusal_reason(body)
         result.attempts.append(att)
+        repair = settings.repair_reasoning
         if att.incident_class == OK or (repair and _ok_once_repaired(rung_payload, status, body, att)):
             if deadline is not None and clock() > deadline:
                 # Too late for the caller (the sync runner cannot cut a call off):
@@ -699,29 +681,24 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _check_call(deadline: Any, time_left_s: Any, clock: Callable[[], float]) -> None:
-    """Reject a call's deadline that cannot mean what it says (NaN, inf, on another clock)."""
+def _call_deadline(deadline: Any, time_left_s: Any, clock: Callable[[], float]) -> float | None:
+    """The call's absolute deadline on ``clock``: the earlier of the two forms given, or None.
+
+    Raises:
+        ValueError: a deadline that cannot mean what it says (NaN, inf, on another clock).
+    """
     if deadline is not None and (not _is_number(deadline) or not math.isfinite(deadline)):
         raise ValueError(f"deadline must be a finite time on the ladder's clock, got {deadline!r}")
     if time_left_s is not None and (not _is_number(time_left_s) or math.isnan(time_left_s)):
         raise ValueError(f"time_left_s must be a number of seconds, got {time_left_s!r}")
-    _check_deadline_clock(deadline, clock)
-
-
-def _check_deadline_clock(deadline: Any, clock: Callable[[], float]) -> None:
-    """Refuse a deadline that is on another clock than the ladder's (``time.time()``)."""
-    if deadline is None:
-        return
-    now = clock()
-    if _is_number(now) and deadline - now > MAX_DEADLINE_AHEAD_S:
-        raise ValueError(
-            f"deadline={deadline!r} is {deadline - now:.3g} s ahead of the ladder's clock ({now!r}), more than "
-            f"a day: it looks like time.time(). The deadline is on the ladder's clock (time.monotonic() by "
-            f"default): pass time.monotonic() + seconds, or time_left_s=seconds")
-
-
-def _deadline_of(deadline: float | None, time_left_s: float | None, clock: Callable[[], float]) -> float | None:
-    """The absolute deadline on ``clock``: the earlier of the two forms given."""
+    if deadline is not None:
+        # A deadline on another clock than the ladder's (``time.time()``) is refused.
+        now = clock()
+        if _is_number(now) and deadline - now > MAX_DEADLINE_AHEAD_S:
+            raise ValueError(
+                f"deadline={deadline!r} is {deadline - now:.3g} s ahead of the ladder's clock ({now!r}), more "
+                f"than a day: it looks like time.time(). The deadline is on the ladder's clock (time.monotonic() "
+                f"by default): pass time.monotonic() + seconds, or time_left_s=seconds")
     candidates = [d for d in (deadline, None if time_left_s is None else clock() + time_left_s) if d is not None]
     return min(candidates) if candidates else None
 
@@ -842,8 +819,7 @@ def run_ladder(payload: Mapping[str, Any], send: Send, settings: LadderSettings 
         A :class:`LadderResult`: the answer to pass on and every attempt made.
     """
     clock = settings.clock
-    _check_call(deadline, time_left_s, clock)
-    steps = _ladder_steps(payload, settings, _deadline_of(deadline, time_left_s, clock))
+    steps = _ladder_steps(payload, settings, _call_deadline(deadline, time_left_s, clock))
     try:
         rung, body_payload, _left, _binds = next(steps)
         while True:
@@ -870,8 +846,7 @@ async def arun_ladder(payload: Mapping[str, Any], send: ASend, settings: LadderS
     import asyncio
 
     clock = settings.clock
-    _check_call(deadline, time_left_s, clock)
-    steps = _ladder_steps(payload, settings, _deadline_of(deadline, time_left_s, clock))
+    steps = _ladder_steps(payload, settings, _call_deadline(deadline, time_left_s, clock))
     try:
         rung, body_payload, left, binds = next(steps)
         while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .classify import DEFAULT_CALLER_DEADLINE_S, decide
-from .features import answer_summary, features_from_exchange, has_tool_history, requested_max_tokens, status_or_none
+from .features import features_from_exchange, status_or_none
 from .ladder import LadderResult
 from .normalize import thinking_sent
 
@@ -91,15 +91,14 @@ def log_fields(
         incident_class = ladder.attempts[0].incident_class
     else:
         incident_class = final_class
-    summary = answer_summary(body) if status is not None and 200 <= status < 300 and error is None else {}
     budget = payload.get("thinking_token_budget")
     return {
         "log_fields_version": LOG_FIELDS_VERSION,
         "upstream_status": status,
-        "finish_reason": summary.get("finish_reason"),
-        "max_tokens": requested_max_tokens(payload),
+        "finish_reason": final.finish_reason,
+        "max_tokens": final.max_tokens,
         "thinking_token_budget": budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
-        "tool_history": has_tool_history(payload.get("messages")),
+        "tool_history": final.tool_history,
         "incident_class": incident_class,
         "final_class": final_class,
         "caller_deadline_s": caller_deadline_s,

@@ -13,7 +13,7 @@ from .templates import GLM_TEMPLATES, SWITCH_KEYS, glm_template
 # follows the template generation (analyzer.online.templates): GLM-5.3 on has no
 # off switch, and gets no false key.
 THINKING_KEYS: dict[str, tuple[str, ...]] = {
-    "glm": ("enable_thinking", "thinking"),
+    "glm": SWITCH_KEYS,
     "qwen": ("enable_thinking",),
     "deepseek": ("thinking",),
     "kimi": ("thinking",),
@@ -182,7 +182,7 @@ def _no_switch(out: dict[str, Any], payload: Mapping[str, Any], enabled: bool | 
 
 
 #: The ``chat_template_kwargs`` keys :func:`thinking_sent` reports.
-THINKING_SENT_KEYS = ("enable_thinking", "thinking", "clear_thinking", "reasoning_effort")
+THINKING_SENT_KEYS = (*SWITCH_KEYS, "clear_thinking", "reasoning_effort")
 
 
 def thinking_sent(payload: Any) -> dict[str, Any] | None:

@@ -59,16 +59,16 @@ class ThinkingTemplate:
     effort_off: str | None = None
 
 
-#: The GLM template generations, oldest first.
-GLM_TEMPLATES: tuple[ThinkingTemplate, ...] = (
-    ThinkingTemplate("glm-4.5", (4, 5), "GLM-4.5, GLM-4.6", True, ("enable_thinking", "thinking")),
-    ThinkingTemplate("glm-4.7", (4, 7), "GLM-4.7 to GLM-5.2", True, ("enable_thinking", "thinking")),
-    ThinkingTemplate("glm-5.3", (5, 3), "GLM-5.3 and later", False, (), "low"),
-)
-
 #: The keys a GLM template or vLLM's GLM parser reads as an on/off switch: never
 #: sent false to a generation without an off switch.
 SWITCH_KEYS: tuple[str, ...] = ("enable_thinking", "thinking")
+
+#: The GLM template generations, oldest first.
+GLM_TEMPLATES: tuple[ThinkingTemplate, ...] = (
+    ThinkingTemplate("glm-4.5", (4, 5), "GLM-4.5, GLM-4.6", True, SWITCH_KEYS),
+    ThinkingTemplate("glm-4.7", (4, 7), "GLM-4.7 to GLM-5.2", True, SWITCH_KEYS),
+    ThinkingTemplate("glm-5.3", (5, 3), "GLM-5.3 and later", False, (), "low"),
+)
 
 # "glm-5.3-flash", "GLM-5.3-FP8", "glm4.5-air", "glm45", "zai-org/GLM-5": the version after "glm".
 _VERSION = re.compile(r"glm[-_ ]?(\d)(?:[._]?(\d))?(?!\d)")
