@@ -190,14 +190,13 @@ def check_lake(lake_dir: str | Path) -> dict:
     return doc
 
 
-def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
+def open_lake(lake_dir: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection reading the lake at ``lake_dir``, with the catalog's views.
 
     Every relation is checked against the manifest first
     (:func:`analyzer.store.lake_files.verify_relation`) and reads exactly the files
-    checked. ``settings``: DuckDB settings applied with ``SET`` once the views
-    exist, in order, after the lake's folder is made the only one the connection
-    may reach; by default the read-only settings of ``analyze sql``
+    checked. Once the views exist and the lake's folder is made the only one the
+    connection may reach, the read-only settings of ``analyze sql`` are applied
     (:data:`analyzer.store.db.READ_ONLY_SETTINGS`: no other file, no network, the
     configuration locked), so ``analyze sql --lake`` and ``analyze report --lake``
     read a lake alike. That nothing is written there is the statement check's
@@ -233,7 +232,7 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
             raise LakeError(f"lake {lake_dir}: the catalog's views cannot be made over it: "
                             f"{str(exc).splitlines()[0]}") from exc
         con.execute("SET allowed_directories = ?", [[str(Path(lake_dir).expanduser().resolve())]])
-        for name, value in (READ_ONLY_SETTINGS if settings is None else settings).items():
+        for name, value in READ_ONLY_SETTINGS.items():
             con.execute(f"SET {name} = ?", [value])  # in order: lock_configuration comes last
     except BaseException:
         con.close()
