@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from analyzer.core.errors import first_line
 from analyzer.core.interrupt import track
 from analyzer.store.catalog import create_views
 from analyzer.store.db import NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_session
@@ -224,13 +225,11 @@ def open_lake(lake_dir: str | Path) -> duckdb.DuckDBPyConnection:
                 # The files go as values, never into SQL text; the names come from the manifest, checked and quoted.
                 con.read_parquet(files, hive_partitioning=False).project(columns).create_view(table)
             except duckdb.Error as exc:
-                raise LakeError(f"lake {lake_dir}: relation {table} cannot be read: "
-                                f"{str(exc).splitlines()[0]}") from exc
+                raise LakeError(f"lake {lake_dir}: relation {table} cannot be read: {first_line(exc)}") from exc
         try:
             create_views(con, materialize=False)
         except duckdb.Error as exc:  # the manifest was checked: a lake this analyzer wrote does not get here
-            raise LakeError(f"lake {lake_dir}: the catalog's views cannot be made over it: "
-                            f"{str(exc).splitlines()[0]}") from exc
+            raise LakeError(f"lake {lake_dir}: the catalog's views cannot be made over it: {first_line(exc)}") from exc
         con.execute("SET allowed_directories = ?", [[str(Path(lake_dir).expanduser().resolve())]])
         for name, value in READ_ONLY_SETTINGS.items():
             con.execute(f"SET {name} = ?", [value])  # in order: lock_configuration comes last
