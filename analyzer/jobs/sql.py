@@ -19,9 +19,9 @@ import duckdb
 from analyzer.core.errors import AnalyzerError, ExitCode, first_line
 from analyzer.outputs.rows import FORMATS, WRITERS, list_queries
 from analyzer.questions.guard import check_question
-from analyzer.questions.sqlrun import READ_ONLY_SETTINGS, check_read_only, fetch_rows, guard_on
-from analyzer.store.asking import SqlError, bind_params, execute, resolve, sql_failure
-from analyzer.store.db import connect, connect_writer
+from analyzer.questions.sqlrun import check_read_only, fetch_rows, guard_on
+from analyzer.store.asking import ResolvedQuery, SqlError, bind_params, execute, resolve, sql_failure
+from analyzer.store.db import READ_ONLY_SETTINGS, connect, connect_writer
 from analyzer.store.lake import check_lake, check_lake_path, open_lake
 
 #: Where ``analyze sql`` runs: DuckDB (the database or a lake), or Spark (a lake).
@@ -83,11 +83,11 @@ def run_sql(
         if lake is None:
             raise AnalyzerError("--engine spark reads a lake: pass --lake DIR (write one with "
                                 "`analyze export --lake DIR`)", ExitCode.USAGE)
-        return _run_on_spark(query, given, lake=lake, fmt=fmt, out=out, err=err)
+        return _run_on_spark(query, resolved, given, lake=lake, fmt=fmt, out=out, err=err)
 
     if lake is not None:
         # As read-only as a database: only the lake's folder reachable, and (check_read_only) one reading statement.
-        con = open_lake(lake, settings=READ_ONLY_SETTINGS)
+        con = open_lake(lake)
     else:
         con = connect_writer(db) if write else connect(db, read_only=True, settings=READ_ONLY_SETTINGS)
     try:
@@ -111,7 +111,8 @@ def run_sql(
     return n
 
 
-def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: IO[str], err: IO[str]) -> int:
+def _run_on_spark(query: str, resolved: ResolvedQuery, given: Mapping[str, Any], *, lake, fmt: str, out: IO[str],
+                  err: IO[str]) -> int:
     """QUERY on a local Spark over the lake: the same rows as on the database, written alike."""
     try:
         # Deferred: pyspark (a JVM behind it) is the optional spark extra, loaded only for --engine spark.
@@ -124,13 +125,12 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
     check_lake_path(lake)  # a wrong lake is said before a JVM starts
     if "://" not in str(lake):
         check_lake(lake)
-    resolved = resolve(query)
     # The same guard as on DuckDB, on the question's DuckDB SQL (what Spark runs is its translation).
     check_question(resolved.sql, lake_relations(), engine="spark", label=resolved.label, where="the lake")
     try:
         needs = relations_read(to_spark_sql(query))
     except UnsupportedConstruct as exc:
-        raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
+        raise SqlError(f"{resolved.label} cannot run on Spark: {exc}") from exc
     try:
         spark = local_session("analyze-sql", master="local[2]")
     except ImportError as exc:
@@ -146,12 +146,12 @@ def _run_on_spark(query: str, given: Mapping[str, Any], *, lake, fmt: str, out: 
             n = WRITERS[fmt](columns, (tuple(r) for r in df.toLocalIterator()), out)
             out.flush()
         except UnsupportedConstruct as exc:
-            raise SqlError(f"{resolve(query).label} cannot run on Spark: {exc}") from exc
+            raise SqlError(f"{resolved.label} cannot run on Spark: {exc}") from exc
         except (AnalyzerError, BrokenPipeError):
             raise
         except Exception as exc:  # Spark's errors (analysis, execution, a missing file) are the SQL's
             first = first_line(exc)
-            raise SqlError(f"{resolve(query).label} failed on Spark: {first}") from exc
+            raise SqlError(f"{resolved.label} failed on Spark: {first}") from exc
     except BrokenPipeError:
         return _reader_left(out)
     finally:

@@ -18,10 +18,9 @@ import duckdb
 from analyzer.core.errors import AnalyzerError, ExitCode
 from analyzer.questions.guard import check_question
 from analyzer.store.asking import READ_WRITE, SqlError, bind_params, resolve, sql_failure
-from analyzer.store.db import READ_ONLY_SETTINGS
 
-__all__ = ["READ_ONLY_SETTINGS", "READ_ONLY_STATEMENTS", "WriteRefused", "check_read_only", "duckdb_relations",
-           "fetch_rows", "frame", "guard_on"]
+__all__ = ["READ_ONLY_STATEMENTS", "WriteRefused", "check_read_only", "duckdb_relations", "fetch_rows", "frame",
+           "guard_on"]
 
 _FETCH_ROWS = 2048
 

@@ -68,9 +68,9 @@ def parse_query_file(path: Path) -> QueryFile:
 _LOADED: dict[Path, tuple[tuple, dict[str, QueryFile]]] = {}
 
 
-def load_queries(directory: Path | None = None) -> dict[str, QueryFile]:
-    """Every query file by name (parsed again only when a file changed)."""
-    d = directory or queries_dir()
+def load_queries() -> dict[str, QueryFile]:
+    """Every query file of queries/ by name (parsed again only when a file changed)."""
+    d = queries_dir()
     entries = sorted((e for e in os.scandir(d) if e.name.endswith(".sql")), key=lambda e: e.name)
     stamps = []
     for e in entries:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from analyzer.core.errors import first_line
 from analyzer.core.interrupt import track
 from analyzer.store.catalog import create_views
 from analyzer.store.db import NO_NETWORK_CONFIG, READ_ONLY_SETTINGS, connect, set_session
@@ -190,14 +191,13 @@ def check_lake(lake_dir: str | Path) -> dict:
     return doc
 
 
-def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
+def open_lake(lake_dir: str | Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection reading the lake at ``lake_dir``, with the catalog's views.
 
     Every relation is checked against the manifest first
     (:func:`analyzer.store.lake_files.verify_relation`) and reads exactly the files
-    checked. ``settings``: DuckDB settings applied with ``SET`` once the views
-    exist, in order, after the lake's folder is made the only one the connection
-    may reach; by default the read-only settings of ``analyze sql``
+    checked. Once the views exist and the lake's folder is made the only one the
+    connection may reach, the read-only settings of ``analyze sql`` are applied
     (:data:`analyzer.store.db.READ_ONLY_SETTINGS`: no other file, no network, the
     configuration locked), so ``analyze sql --lake`` and ``analyze report --lake``
     read a lake alike. That nothing is written there is the statement check's
@@ -225,15 +225,13 @@ def open_lake(lake_dir: str | Path, *, settings: dict | None = None) -> duckdb.D
                 # The files go as values, never into SQL text; the names come from the manifest, checked and quoted.
                 con.read_parquet(files, hive_partitioning=False).project(columns).create_view(table)
             except duckdb.Error as exc:
-                raise LakeError(f"lake {lake_dir}: relation {table} cannot be read: "
-                                f"{str(exc).splitlines()[0]}") from exc
+                raise LakeError(f"lake {lake_dir}: relation {table} cannot be read: {first_line(exc)}") from exc
         try:
             create_views(con, materialize=False)
         except duckdb.Error as exc:  # the manifest was checked: a lake this analyzer wrote does not get here
-            raise LakeError(f"lake {lake_dir}: the catalog's views cannot be made over it: "
-                            f"{str(exc).splitlines()[0]}") from exc
+            raise LakeError(f"lake {lake_dir}: the catalog's views cannot be made over it: {first_line(exc)}") from exc
         con.execute("SET allowed_directories = ?", [[str(Path(lake_dir).expanduser().resolve())]])
-        for name, value in (READ_ONLY_SETTINGS if settings is None else settings).items():
+        for name, value in READ_ONLY_SETTINGS.items():
             con.execute(f"SET {name} = ?", [value])  # in order: lock_configuration comes last
     except BaseException:
         con.close()

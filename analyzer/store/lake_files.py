@@ -23,7 +23,7 @@ from pathlib import Path
 
 import duckdb
 
-from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.errors import AnalyzerError, ExitCode, first_line
 from analyzer.io.sources import file_fingerprint
 
 #: The hive partition column of the partitioned relations (not one of their columns).
@@ -152,7 +152,7 @@ def verify_relation(lake_dir: str | Path, table: str, entry: dict,
     try:
         rows = _footer_rows(paths, con)
     except duckdb.Error as exc:
-        raise bad(f"a file cannot be read as Parquet: {str(exc).splitlines()[0]}") from exc
+        raise bad(f"a file cannot be read as Parquet: {first_line(exc)}") from exc
     for rel, path in zip(sorted(by_path), paths):
         if rows.get(path) != by_path[rel]["rows"]:
             raise bad(f"{rel} holds {rows.get(path)} rows, the manifest says {by_path[rel]['rows']}")

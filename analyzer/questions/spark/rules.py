@@ -317,16 +317,24 @@ def _agg_filter(agg: exp.Expression, where: exp.Where | None) -> exp.Expression:
     return exp.Filter(this=agg, expression=where.copy()) if where is not None else agg
 
 
+def _aggregate(node: exp.Expression, is_it: Callable[[exp.Expression], bool]) -> tuple:
+    """``(aggregate, its FILTER clause or None)`` when ``node`` is an aggregate ``is_it`` accepts,
+    alone or with its FILTER clause, else ``(None, None)``; the aggregate inside a FILTER is
+    rewritten with that FILTER, not alone."""
+    if isinstance(node, exp.Filter) and is_it(node.this):
+        return node.this, node.expression
+    if is_it(node) and not isinstance(node.parent, exp.Filter):
+        return node, None
+    return None, None
+
+
 def histogram(node: exp.Expression) -> exp.Expression:
     # DuckDB histogram(x) is an aggregate giving MAP(value -> count), sorted by value,
     # NULL over no rows; Spark has no such aggregate. It is built from the list of
     # values: each distinct value (sorted) with the size of its matches. (A FILTER
     # clause applies to every aggregate inside.)
-    where = None
-    target = node
-    if isinstance(node, exp.Filter) and _fn(node.this, "histogram"):
-        target, where = node.this, node.expression
-    elif not _fn(node, "histogram") or isinstance(node.parent, exp.Filter):
+    target, where = _aggregate(node, lambda n: _fn(n, "histogram"))
+    if target is None:
         return node
     x = target.expressions[0]
     values = _agg_filter(exp.Anonymous(this="collect_list", expressions=[x.copy()]), where)
@@ -379,11 +387,8 @@ def quantile_disc(node: exp.Expression) -> exp.Expression:
     # PERCENTILE_DISC. sqlglot writes PERCENTILE_DISC(x, q), a form Spark does not read
     # (it wants WITHIN GROUP, which takes no FILTER beside it here), so the value is
     # taken at that index of Spark's sorted list of the non-NULL values.
-    where = None
-    target = node
-    if isinstance(node, exp.Filter) and isinstance(node.this, exp.PercentileDisc):
-        target, where = node.this, node.expression
-    elif not isinstance(node, exp.PercentileDisc) or isinstance(node.parent, exp.Filter):
+    target, where = _aggregate(node, lambda n: isinstance(n, exp.PercentileDisc))
+    if target is None:
         return node
     x, q = target.this, target.expression
     if not (isinstance(q, exp.Literal) and q.is_number):
@@ -415,13 +420,8 @@ def ordered_first(node: exp.Expression) -> exp.Expression:
     # DuckDB first(x ORDER BY k1 DESC, k2) is x of the first row in that order (NULLs of a
     # key last); Spark's first() takes no ORDER BY. The rows' (keys, x) are collected,
     # sorted by a comparator that orders as DuckDB does, and the first one's x taken.
-    where = None
-    target = node
-    if isinstance(node, exp.Filter) and isinstance(node.this, exp.First):
-        target, where = node.this, node.expression
-    elif not isinstance(node, exp.First) or isinstance(node.parent, exp.Filter):
-        return node
-    if not isinstance(target.this, exp.Order):
+    target, where = _aggregate(node, lambda n: isinstance(n, exp.First) and isinstance(n.this, exp.Order))
+    if target is None:
         return node
     order = target.this
     keys = list(order.expressions)
