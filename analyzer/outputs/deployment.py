@@ -46,7 +46,7 @@ def deployment_findings(con: duckdb.DuckDBPyConnection, scope: dict[str, Any],
                         episodes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The findings that need a deployment fix, per model, in the summary's scope.
 
-    ``scope`` is the summary's (``since``, ``until``, ``models``);
+    ``scope`` is the summary's, exactly its keys ``since``, ``until`` and ``models`` (the questions' parameters);
     ``episodes`` the summary's pod windows (:func:`analyzer.classification.windows.wedged_episodes`),
     whose inferred wedges become findings too. Returns ``findings`` (each ``kind``,
     ``model``, ``turns`` and a ``message`` a person acts on), the rows behind them

@@ -63,8 +63,8 @@ def parse_query_file(path: Path) -> QueryFile:
     return QueryFile(kind, name, title, params, " ".join(desc).strip(), text, path)
 
 
-# The parsed files of a directory, kept while none of them changed: the summary
-# and the report run a few dozen questions by name, each resolved here.
+# The parsed files of queries/ (keyed by the folder), kept while none of them changed: the
+# summary and the report run a few dozen questions by name, each resolved here.
 _LOADED: dict[Path, tuple[tuple, dict[str, QueryFile]]] = {}
 
 

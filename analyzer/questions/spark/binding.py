@@ -22,6 +22,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from analyzer.core.errors import first_line
 from analyzer.store.asking import QueryParamError, ResolvedQuery, bind_params
 
 
@@ -44,7 +45,7 @@ def _read_as_duckdb(value: str, type_sql: str, name: str) -> Any:
         with duckdb.connect() as con:
             return con.execute(f"SELECT CAST(? AS {type_sql})", [value]).fetchall()[0][0]
     except duckdb.Error as exc:
-        raise QueryParamError(f"parameter {name}: {value!r} is not a {type_sql}: {str(exc).splitlines()[0]}") from exc
+        raise QueryParamError(f"parameter {name}: {value!r} is not a {type_sql}: {first_line(exc)}") from exc
 
 
 def spark_value(value: Any, cast_to: str | None = None, name: str = "") -> Any:
