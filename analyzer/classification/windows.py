@@ -102,6 +102,7 @@ from analyzer.online.classify import (
     ERROR_TIMEOUT,
 )
 from analyzer.core.durations import US, parse_duration, us_to_datetime, us_to_iso
+from analyzer.core.isotime import iso_utc
 from analyzer.io.metric_samples import DEMAND_METRICS, GENERATION_TOKENS, SLEEP_STATE, UP
 from analyzer.store.asking import ask
 from analyzer.store.db import transaction
@@ -802,9 +803,9 @@ def wedged_episodes(
     rows = ask(con, "wedged_episodes", {"models": models or None, "since": since, "until": until})
     out = [
         {"pod": pod, "model_name": model, "kind": kind,
-         "start": start.isoformat() + "Z", "end": end.isoformat() + "Z",
+         "start": iso_utc(start), "end": iso_utc(end),
          "duration_s": float(duration), "failed_turns": int(failed), "detail": detail,
-         "alert_at": alert_at.isoformat() + "Z" if alert_at else None, "inferred": bool(inferred)}
+         "alert_at": iso_utc(alert_at), "inferred": bool(inferred)}
         for pod, model, kind, start, end, duration, failed, detail, alert_at, inferred in rows
     ]
     wedged = [(e, (pod, model, start, end)) for e, (pod, model, kind, start, end, *_rest) in zip(out, rows)

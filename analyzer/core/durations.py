@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timezone
 
 from analyzer.core.errors import AnalyzerError, ExitCode
+from analyzer.core.isotime import iso_utc
 
 US = 1_000_000  # microseconds per second
 
@@ -104,4 +105,4 @@ def us_to_datetime(us: int) -> datetime:
 
 def us_to_iso(us: int) -> str:
     """Microseconds since the epoch as ISO 8601 with a ``Z`` (how summaries print times)."""
-    return us_to_datetime(us).isoformat() + "Z"
+    return iso_utc(us_to_datetime(us))

@@ -38,6 +38,11 @@ _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$", re.I)
 _AGE_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+def from_iso_utc(value: str) -> datetime:
+    """A time :func:`iso_utc` wrote (ISO 8601 with ``Z``) as the naive UTC datetime it came from."""
+    return datetime.fromisoformat(value.removesuffix("Z"))
+
+
 def parse_time(value: str | None, name: str, now: datetime | None = None) -> datetime | None:
     """Parse a bound: ISO 8601 (a date, or a date and time; UTC unless an offset is given),
     or an age before now such as ``24h`` or ``7d`` (``s``, ``m``, ``h``, ``d``, ``w``).

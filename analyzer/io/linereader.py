@@ -50,6 +50,8 @@ BLOCK_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = int(os.environ.get("ANALYZER_MAX_LINE_BYTES", 32 * 1024 * 1024))
 #: The UTF-8 byte-order mark, dropped at the start of an input.
 BOM = b"\xef\xbb\xbf"
+#: The first bytes of a gzip stream (how a compressed input is told, whatever its name).
+GZIP_MAGIC = b"\x1f\x8b"
 #: How much of a quarantined line is kept: its first characters (a long line's first bytes).
 SNIPPET_CHARS = 200
 #: The quarantine reason of a line that is not a JSON document (the ingest's SQL and

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Iterator
 
 from analyzer.core.durations import US, to_epoch_us
 from analyzer.core.errors import AnalyzerError, InputError
+from analyzer.io.linereader import GZIP_MAGIC
 from analyzer.io.metric_samples import Sample, pod_identity
 
 JSON = "prometheus-json"
@@ -252,13 +253,13 @@ def detect_form(text: str, name: str = "") -> str:
 def gzipped(path: Path) -> bool:
     """Whether a file starts with gzip's magic bytes."""
     with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+        return f.read(2) == GZIP_MAGIC
 
 
 def read_text(path: Path) -> str:
     """A file's text, transparently gunzipped when it ends in ``.gz``."""
     data = path.read_bytes()
-    if path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
+    if path.suffix == ".gz" or data[:2] == GZIP_MAGIC:
         data = gzip.decompress(data)
     return data.decode("utf-8-sig")
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.core.errors import InputError
-from analyzer.io.linereader import BOM, sniff_separator
+from analyzer.io.linereader import BOM, GZIP_MAGIC, sniff_separator
 from analyzer.io.litellm_records import PAYLOAD_KEYS
 from analyzer.io.objectstore import sync_for_ingest
 
@@ -47,7 +47,6 @@ _PROXY_BANNER_MARKS = ("Multi-Provider LLM Proxy", "Uvicorn running", "INFO:    
 _PEEK = 64 * 1024
 _SKIP_NAMES = {".DS_Store"}
 _TEXT_SUFFIXES = {".jsonl", ".json", ".ndjson", ".log", ".txt", ".out", ".csv", ".prom"}
-_GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 # The mirror's derived tiers (per-turn and per-session views): not records.
 _DERIVED_TIERS = ("sessions", "session-rollup")
@@ -110,7 +109,7 @@ class SourceFile:
     def _detect(self, head: bytes) -> str:
         if head[:4] == _PARQUET_MAGIC:
             return PARQUET
-        if head[:2] == _GZIP_MAGIC:
+        if head[:2] == GZIP_MAGIC:
             self.compressed = True
             head = _inflate_head(self.path, head)
         elif self.path.endswith(".gz"):
@@ -386,7 +385,7 @@ def stdin_source() -> SourceFile:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     f = SourceFile(path=f"<stdin {stamp}>", size=0, mtime=0.0, head=head)
     text = head
-    if head[:2] == _GZIP_MAGIC:
+    if head[:2] == GZIP_MAGIC:
         f.compressed = True
         try:
             text = zlib.decompressobj(wbits=31).decompress(head)

@@ -10,6 +10,7 @@ from analyzer.cli.terminal import (Table, escape, make_console, on_terminal, pct
                                    shown_text)
 from analyzer.cli.terminal import safe_markup as _t
 from analyzer.core.focus import is_glm
+from analyzer.core.isotime import from_iso_utc
 from analyzer.core.paths import shown_path
 from analyzer.core.safetext import terminal_text
 from analyzer.core.scrub import scrub_strings
@@ -368,9 +369,7 @@ def _alert_after(e: dict[str, Any]) -> str:
         return "not seen"  # the alert reads the pod's gauges, which read 0
     if not e.get("alert_at"):
         return "no page"
-    from datetime import datetime
-
-    lag = datetime.fromisoformat(e["alert_at"].removesuffix("Z")) - datetime.fromisoformat(e["start"].removesuffix("Z"))
+    lag = from_iso_utc(e["alert_at"]) - from_iso_utc(e["start"])
     return _duration(lag.total_seconds())
 
 

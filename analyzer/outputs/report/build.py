@@ -21,7 +21,7 @@ import duckdb
 from analyzer import __version__
 from analyzer.classification.turns import ensure_turns
 from analyzer.core.errors import AnalyzerError, ExitCode
-from analyzer.core.isotime import parse_time
+from analyzer.core.isotime import from_iso_utc, parse_time
 from analyzer.core.paths import shown_path
 from analyzer.core.safetext import terminal_text
 from analyzer.core.scrub import scrub, scrub_json, shorten
@@ -203,11 +203,6 @@ def _wilson(con: duckdb.DuckDBPyConnection, k: int, n: int) -> tuple[float, floa
     return wilson(con, k, n) or (0.0, 0.0)
 
 
-def _at(value: str) -> datetime:
-    """A time of the summary (ISO 8601 with `Z`) as naive UTC."""
-    return datetime.fromisoformat(value.removesuffix("Z"))
-
-
 def _text(value: str | None, limit: int = TEXT_LIMIT) -> str | None:
     return shorten(scrub(value), limit) if value else None
 
@@ -269,12 +264,12 @@ def _windows(summary_all: dict[str, Any]) -> list[PodWindow]:
     for e in summary_all["metrics"]["episodes"]:
         if e["kind"] not in ("wedged", "down"):
             continue  # sleeping engines are not failures of the pod
-        start, end = _at(e["start"]), _at(e["end"])
+        start, end = from_iso_utc(e["start"]), from_iso_utc(e["end"])
         out.append(PodWindow(
             pod=scrub(e["pod"]) or "", model_name=scrub(e["model_name"]) or "", kind=e["kind"], start=start,
             end=end, minutes=round((end - start).total_seconds() / 60, 1), failures=e["failed_turns"],
             corroboration=scrub((e.get("corroboration") or {}).get("text")),
-            alert_at=_at(e["alert_at"]) if e.get("alert_at") else None, inferred=bool(e.get("inferred"))))
+            alert_at=from_iso_utc(e["alert_at"]) if e.get("alert_at") else None, inferred=bool(e.get("inferred"))))
     return out
 
 
@@ -552,13 +547,14 @@ def _oncall(block: dict[str, Any]) -> OnCallSection:
                for r in block["latency"]]
     return OnCallSection(
         incidents=[ProviderIncident(incident=i["incident"] or "", scope=i["scope"], models=i["models"] or "",
-                                    symptom=i["symptom"], first=_at(i["first"]), last=_at(i["last"]))
+                                    symptom=i["symptom"], first=from_iso_utc(i["first"]), last=from_iso_utc(i["last"]))
                    for i in block["incidents"]],
         incident_min_calls=block["parameters"]["incident_min_calls"],
         engine_crash_turns=block["engine_crash_turns"],
-        bursts=[RateLimitBurst(provider=b["provider"] or "(none)", model=b["model"] or "(none)", start=_at(b["start"]),
-                               end=_at(b["end"]), duration_s=b["duration_s"], rate_limited_turns=b["rate_limited_turns"],
-                               calls_in_window=b["calls_in_window"], ok_in_window=b["ok_in_window"])
+        bursts=[RateLimitBurst(provider=b["provider"] or "(none)", model=b["model"] or "(none)",
+                               start=from_iso_utc(b["start"]), end=from_iso_utc(b["end"]), duration_s=b["duration_s"],
+                               rate_limited_turns=b["rate_limited_turns"], calls_in_window=b["calls_in_window"],
+                               ok_in_window=b["ok_in_window"])
                 for b in block["rate_limit_bursts"]],
         burst_gap_s=block["parameters"]["burst_gap_s"],
         latency=latency,
@@ -569,7 +565,7 @@ def _oncall(block: dict[str, Any]) -> OnCallSection:
                 for r in block["tokens"]],
         error_groups=[ErrorGroup(pattern=shorten(g["pattern"], TEXT_LIMIT) or "", turns=g["turns"],
                                  models=g["models"] or "", main_class=g["main_class"] or "",
-                                 engine_crash=g["engine_crash"], last=_at(g["last"]),
+                                 engine_crash=g["engine_crash"], last=from_iso_utc(g["last"]),
                                  example_request_id=g["example_request_id"] or "")
                       for g in groups],
         error_groups_omitted=len(block["error_groups"]) - len(groups) + block["error_groups_omitted"],
