@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.prometheus import tool
 from tests.support.readme_run import plain_env
 from tests.support.repo import REPO
 
@@ -75,9 +76,12 @@ def test_the_docs_have_examples_to_run():
 
 
 def _page(page: Path):
-    """A page whose examples start Spark is marked so (the quick loop leaves it out)."""
-    spark = any("spark" in code for _lang, code in examples(page))
-    return pytest.param(page, id=str(page.relative_to(REPO)), marks=[pytest.mark.spark] if spark else [])
+    """A page marked by what its examples start: Spark (``spark``), promtool (``prometheus``); the
+    quick loop leaves those out."""
+    code = "\n".join(c for _lang, c in examples(page))
+    marks = [mark for mark, needs in ((pytest.mark.spark, "spark"), (pytest.mark.prometheus, "promtool"))
+             if needs in code]
+    return pytest.param(page, id=str(page.relative_to(REPO)), marks=marks)
 
 
 @pytest.mark.parametrize("page", [_page(p) for p in RUNNABLE])
@@ -85,6 +89,8 @@ def test_every_example_runs_as_written(page, clone):
     _fresh(clone)
     root, env = clone, plain_env()
     blocks = examples(page)
+    if any("promtool" in code for _lang, code in blocks):
+        tool("promtool")  # skipped without it, failed under CI, as the alert tests are
     for i, (lang, code) in enumerate(b for b in blocks if b[0] == "sh"):
         proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=root, env=env,
                               capture_output=True, text=True, timeout=900)
