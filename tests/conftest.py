@@ -5,6 +5,7 @@ Servers started here bind 127.0.0.1 only and are stopped when the test ends.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -15,6 +16,13 @@ from tests.support.ingesting import ingest_records
 from tests.support.proxy import LadderProxy
 from tests.support.readme_run import run_first_command
 from tools.faulty_upstream import FaultyUpstream
+
+# Every JVM the tests start (local Spark, spark-submit, the standalone cluster's daemons
+# and executors; each inherits this environment) lives seconds on the sample week, where
+# the JIT's optimizing tier (C2) compiles code the run ends before it pays back, on the same
+# two cores as the tests: C1 alone (figures: benchmarks/README.md#spark_jitpy). A developer's
+# own JAVA_TOOL_OPTIONS wins; the JVM says "Picked up JAVA_TOOL_OPTIONS" on stderr.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 # ---------------------------------------------------------------------------
 # Loopback servers: the fault-injecting upstream and the ladder proxy
