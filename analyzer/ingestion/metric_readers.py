@@ -26,7 +26,7 @@ from typing import Callable
 
 import duckdb
 
-from analyzer.core.errors import InputError
+from analyzer.core.errors import InputError, first_line
 from analyzer.ingestion.apistream import SeriesStager, stream_json_file
 from analyzer.ingestion.metric_stage import (
     NAMES,
@@ -215,26 +215,27 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     a kept line that is not a sample is an error naming its line number.
 
     Raises:
-        InputError: a malformed sample line of a kept metric.
+        InputError: a malformed sample line of a kept metric, or a file DuckDB cannot
+            read as lines (a line over 1 MiB).
     """
     con.execute("CREATE OR REPLACE TEMP TABLE _metric_lines (n BIGINT, line VARCHAR)")
-    con.execute(f"""
-        INSERT INTO _metric_lines
-        SELECT n, line FROM (
-            SELECT n, line
-            FROM read_csv($path, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '', escape = '',
-                          header = false, auto_detect = false, strict_mode = false, compression = $comp,
-                          max_line_size = 1048576, buffer_size = 16777216)
-                 WITH ORDINALITY AS t(line, n)
-        )
-        WHERE line = '# EOF'
-           -- a cheap look at the first characters sorts out the histogram lines (most of a
-           -- vLLM scrape) before the exact name is taken
-           OR ((left(line, {_PREFIX}) IN (SELECT unnest($prefixes)) OR starts_with(line, 'up{{')
-                OR starts_with(line, 'up ') OR starts_with(line, ' ') OR starts_with(line, chr(9)))
-               AND regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES}))
-        """, {"path": str(path), "comp": "gzip" if gzipped(path) else "none", "prefixes": _prefixes()})
     try:
+        con.execute(f"""
+            INSERT INTO _metric_lines
+            SELECT n, line FROM (
+                SELECT n, line
+                FROM read_csv($path, columns = {{'line': 'VARCHAR'}}, delim = '\\0', quote = '', escape = '',
+                              header = false, auto_detect = false, strict_mode = false, compression = $comp,
+                              max_line_size = 1048576, buffer_size = 16777216)
+                     WITH ORDINALITY AS t(line, n)
+            )
+            WHERE line = '# EOF'
+               -- a cheap look at the first characters sorts out the histogram lines (most of a
+               -- vLLM scrape) before the exact name is taken
+               OR ((left(line, {_PREFIX}) IN (SELECT unnest($prefixes)) OR starts_with(line, 'up{{')
+                    OR starts_with(line, 'up ') OR starts_with(line, ' ') OR starts_with(line, chr(9)))
+                   AND regexp_extract(line, '{_NAME_RE}', 1) IN (SELECT spelling FROM {NAMES}))
+            """, {"path": str(path), "comp": "gzip" if gzipped(path) else "none", "prefixes": _prefixes()})
         openmetrics = con.execute("SELECT count(*) FROM _metric_lines WHERE line = '# EOF'").fetchall()[0][0] > 0
         form = OPENMETRICS if openmetrics else EXPOSITION
         bad = con.execute(f"""
@@ -260,7 +261,7 @@ def stage_text_stream(con: duckdb.DuckDBPyConnection, path: Path, series: Series
     except duckdb.InterruptException:  # Ctrl-C: never a reason to read the file another way
         raise
     except duckdb.Error as exc:
-        raise InputError(f"{path}: not a valid text metrics file: {exc}") from exc
+        raise InputError(f"{path}: not a valid text metrics file: {first_line(exc)}") from exc  # not the line it quotes
     finally:
         con.execute("DROP TABLE IF EXISTS _metric_lines")
     notes = [f"{path}: samples without timestamps stamped with the {stamp_from}"] if untimed else []

@@ -358,6 +358,20 @@ def test_a_malformed_line_of_a_kept_metric_in_a_streamed_scrape_names_the_line(t
     assert con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] == 0
 
 
+def test_a_streamed_scrape_duckdb_cannot_read_as_lines_is_an_input_error(tmp_path, monkeypatch, con):
+    """A line over DuckDB's 1 MiB line limit: the file is named and nothing is stored (not a raw DuckDB error)."""
+    import analyzer.ingestion.metric_readers as readers
+    from analyzer.core.errors import InputError
+
+    path = tmp_path / "long.prom"
+    path.write_text('# TYPE up gauge\nup{job="vllm"} 1 1800000000000\n# HELP up ' + "x" * 1_100_000 + "\n")
+    monkeypatch.setattr(readers, "STREAM_BYTES", 1)
+    with pytest.raises(InputError, match=r"long.prom: not a valid text metrics file") as raised:
+        load_metrics(con, [str(path)])
+    assert "\n" not in str(raised.value) and "xxxx" not in str(raised.value)  # one line, not the file's line
+    assert con.execute("SELECT count(*) FROM metric_samples").fetchall()[0][0] == 0
+
+
 def test_csv_and_json_exports_are_never_read_by_the_python_parser(tmp_path, monkeypatch, con):
     """Well-formed exports go through their own readers (DuckDB's for CSV, the series walk for
     API JSON, a bare ``data`` in a list too); the Python parser only takes what DuckDB refuses."""
