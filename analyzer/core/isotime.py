@@ -72,6 +72,6 @@ def parse_range(since: str | None, until: str | None) -> tuple[datetime | None, 
     since_dt, until_dt = parse_time(since, "since", now), parse_time(until, "until", now)
     if since_dt is not None and until_dt is not None and since_dt >= until_dt:
         raise AnalyzerError(f"since {since} is not before until {until}: the range "
-                            f"[{since_dt.isoformat()}Z, {until_dt.isoformat()}Z) is empty", ExitCode.USAGE,
+                            f"[{iso_utc(since_dt)}, {iso_utc(until_dt)}) is empty", ExitCode.USAGE,
                             param="since", names={"since": "since", "until": "until"})
     return since_dt, until_dt

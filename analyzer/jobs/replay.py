@@ -98,6 +98,7 @@ from analyzer.online import (
     normalize_thinking,
     rung_payloads,
 )
+from analyzer.online.classify import exception_text
 from analyzer.online.ladder import TRANSPORT_ERROR
 from analyzer.store.asking import ask
 from analyzer.store.db import connect_writer, transaction
@@ -652,7 +653,7 @@ def _ladder_outcome(turn: ReplayTurn, result: LadderResult, scrub) -> TurnOutcom
 def _transport_outcome(turn: ReplayTurn, exc: BaseException, latency_ms: int, scrub) -> TurnOutcome:
     cls = decide(features_from_exchange(turn.payload, None, None, exc)).incident_class
     att = Attempt(rung=ORIGINAL, status=None, incident_class=cls, latency_ms=latency_ms,
-                  error=scrub(f"{type(exc).__name__}: {exc}"[:500]))
+                  error=scrub(exception_text(exc)[:500]))  # as the ladder logs a raised call
     return TurnOutcome(turn, None, TRANSPORT_ERROR, None, [att])
 
 
